@@ -1,0 +1,115 @@
+/**
+ * The Bun adapter: `bun:ffi` (`dlopen`, `toArrayBuffer`, `JSCallback`).
+ *
+ * bun:ffi cannot pass structs by value (oven-sh/bun#6139); the generated
+ * tables point every such function at its pointer-based C shim, so nothing
+ * here needs them. Bun has no non-blocking call (oven-sh/bun#5490).
+ *
+ * @module
+ */
+import { CString, dlopen, FFIType, JSCallback, ptr as addressOfBuffer, read, toArrayBuffer } from "bun:ffi";
+import type { FFIFunction, Pointer as BunPointer } from "bun:ffi";
+import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
+import type { FfiAdapter, FfiType, FunctionDef, FunctionTable, NativeLibrary } from "./types.ts";
+
+const TYPES: Record<FfiType, FFIType> = {
+  void: FFIType.void,
+  bool: FFIType.bool,
+  i8: FFIType.i8,
+  u8: FFIType.u8,
+  i16: FFIType.i16,
+  u16: FFIType.u16,
+  i32: FFIType.i32,
+  u32: FFIType.u32,
+  i64: FFIType.i64_fast,
+  u64: FFIType.u64_fast,
+  isize: FFIType.i64_fast,
+  usize: FFIType.u64_fast,
+  f32: FFIType.f32,
+  f64: FFIType.f64,
+  pointer: FFIType.ptr,
+  function: FFIType.ptr,
+};
+
+/** The bun:ffi type of a runtime-neutral FFI type. */
+export function bunType(type: FfiType): FFIType {
+  return TYPES[type];
+}
+
+/** The bun:ffi definition of one table entry. */
+export function bunSymbol(def: FunctionDef): FFIFunction & { args: FFIType[]; returns: FFIType } {
+  return { args: def.args.map(bunType), returns: bunType(def.result) };
+}
+
+function bind(path: string, defs: Record<string, FFIFunction>) {
+  return dlopen(path, defs);
+}
+
+function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {
+  const defs: Record<string, FFIFunction> = {};
+  for (const [name, def] of Object.entries(table)) {
+    if (def.defined === false) continue;
+    defs[symbolOf(name, def)] = bunSymbol(def);
+  }
+  let libs: { symbols: Record<string, (...a: unknown[]) => unknown>; close(): void }[];
+  try {
+    libs = [bind(path, defs)];
+  } catch {
+    // dlopen fails as a whole when one symbol is missing: bind one by one to
+    // find which, so that the others still load.
+    libs = [];
+    for (const [sym, def] of Object.entries(defs)) {
+      try {
+        libs.push(bind(path, { [sym]: def }));
+      } catch {
+        // reported as missing below
+      }
+    }
+  }
+  const raw: Record<string, (...a: unknown[]) => unknown> = {};
+  for (const lib of libs) Object.assign(raw, lib.symbols);
+  const symbols: Record<string, unknown> = {};
+  const bound = new Set<string>();
+  for (const [name, def] of Object.entries(table)) {
+    const f = def.defined === false ? undefined : raw[symbolOf(name, def)];
+    if (!f) {
+      symbols[name] = missing(name, missingReason(def, path));
+      continue;
+    }
+    bound.add(name);
+    // Bun returns null for a NULL `ptr`; the API's NULL is 0.
+    symbols[name] = isPointer(def.result) ? (...a: unknown[]) => (f(...a) as number | null) ?? 0 : f;
+  }
+  return {
+    symbols: symbols as NativeLibrary<T>["symbols"],
+    async: {},
+    has: (name) => bound.has(name),
+    close: () => libs.forEach((l) => l.close()),
+  };
+}
+
+/** The adapter for Bun. */
+export const adapter: FfiAdapter = {
+  runtime: "bun",
+  hasNonblocking: false,
+  open,
+  view: (ptr, byteLength) => {
+    if (ptr === 0) throw new TypeError("NULL pointer dereference");
+    return toArrayBuffer(ptr as BunPointer, 0, byteLength);
+  },
+  addressOf: (buffer) => toPointer(addressOfBuffer(buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : buffer)),
+  readCString: (ptr) => (ptr === 0 ? null : new CString(ptr as BunPointer).toString()),
+  readPointer: (ptr, offset = 0) => toPointer(read.ptr(ptr as BunPointer, offset)),
+  callback: (signature, fn, options = {}) => {
+    const pointerArgs = signature.args.map(isPointer);
+    const cb = new JSCallback(
+      (...args: unknown[]) => {
+        for (let i = 0; i < args.length; i++) if (pointerArgs[i]) args[i] = toPointer(args[i] as number | null);
+        return (fn as (...a: unknown[]) => unknown)(...args);
+      },
+      { args: signature.args.map(bunType), returns: bunType(signature.result), threadsafe: options.threadSafe ?? false },
+    );
+    if (cb.ptr === null) throw new Error("bun:ffi could not create the callback");
+    return { pointer: toPointer(cb.ptr), close: () => cb.close() };
+  },
+};

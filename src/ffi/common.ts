@@ -1,0 +1,68 @@
+/**
+ * Helpers shared by the runtime adapters; nothing here knows the runtime.
+ *
+ * @module
+ */
+import {
+  type FfiType,
+  type FunctionDef,
+  type Pointer,
+  SymbolNotDefinedError,
+} from "./types.ts";
+
+/** Normalises a native address (number, bigint or null) to a {@linkcode Pointer}. */
+export function toPointer(value: number | bigint | null | undefined): Pointer {
+  if (value === null || value === undefined) return 0;
+  if (typeof value === "number") return value;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) {
+    throw new RangeError(`native address 0x${value.toString(16)} does not fit in 53 bits`);
+  }
+  return n;
+}
+
+/** Normalises a 64-bit integer result: a number when safe, else a bigint. */
+export function toInt64(value: number | bigint): number | bigint {
+  if (typeof value === "number") return value;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value;
+}
+
+/** Whether values of `type` are pointers. */
+export function isPointer(type: FfiType): boolean {
+  return type === "pointer" || type === "function";
+}
+
+/** Whether values of `type` are 64-bit integers. */
+export function isInt64(type: FfiType): boolean {
+  return type === "i64" || type === "u64" || type === "isize" || type === "usize";
+}
+
+/** The exported name a table entry binds. */
+export function symbolOf(name: string, def: FunctionDef): string {
+  return def.symbol ?? name;
+}
+
+/** A stand-in for a function the library does not export: calling it throws. */
+export function missing(name: string, detail: string): () => never {
+  return () => {
+    throw new SymbolNotDefinedError(name, detail);
+  };
+}
+
+/** Why a table entry has no native symbol. */
+export function missingReason(def: FunctionDef, path: string): string {
+  return def.defined === false
+    ? "declared by the headers but defined by no source of the library"
+    : `not exported by ${path}`;
+}
+
+const encoder = new TextEncoder();
+
+/** Encodes `s` as a NUL-terminated UTF-8 C string. */
+export function cString(s: string): Uint8Array<ArrayBuffer> {
+  if (s.includes("\0")) throw new TypeError("a C string cannot contain NUL");
+  const out = new Uint8Array(s.length * 3 + 1);
+  const { written } = encoder.encodeInto(s, out);
+  return out.slice(0, written + 1);
+}

@@ -1,0 +1,125 @@
+/**
+ * The Deno adapter: `Deno.dlopen`, `Deno.UnsafePointerView`,
+ * `Deno.UnsafeCallback`.
+ *
+ * Pointers are declared as `usize` so that they cross as numbers, the one
+ * representation the API uses on every runtime; calls keep Deno's fast path.
+ *
+ * @module
+ */
+import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
+import type {
+  CallbackOptions,
+  FfiAdapter,
+  FfiSignature,
+  FfiType,
+  FunctionTable,
+  NativeCallback,
+  NativeLibrary,
+  Pointer,
+} from "./types.ts";
+
+/** The Deno native type of a runtime-neutral FFI type. */
+export function denoType(type: FfiType): Deno.NativeResultType {
+  return isPointer(type) ? "usize" : type;
+}
+
+/** The `Deno.dlopen` definition of one table entry. */
+export function denoSymbol(
+  name: string,
+  def: FunctionTable[string],
+  nonblocking = false,
+): Deno.ForeignFunction {
+  const out: Deno.ForeignFunction = {
+    name: symbolOf(name, def),
+    parameters: def.args.map(denoType) as Deno.NativeType[],
+    result: denoType(def.result),
+    optional: true,
+  };
+  if (nonblocking) out.nonblocking = true;
+  else if (def.callback) out.callback = true;
+  return out;
+}
+
+const ASYNC = "$nonblocking";
+
+function pointerObject(ptr: Pointer): Deno.PointerObject {
+  const p = Deno.UnsafePointer.create(ptr);
+  if (p === null) throw new TypeError("NULL pointer dereference");
+  return p;
+}
+
+function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {
+  const defs: Record<string, Deno.ForeignFunction> = {};
+  for (const [name, def] of Object.entries(table)) {
+    if (def.defined === false) continue;
+    defs[name] = denoSymbol(name, def);
+    if (def.nonblocking) defs[name + ASYNC] = denoSymbol(name, def, true);
+  }
+  const lib = Deno.dlopen(path, defs);
+  const raw = lib.symbols as Record<string, ((...a: unknown[]) => unknown) | null>;
+  const symbols: Record<string, unknown> = {};
+  const async: Record<string, unknown> = {};
+  const bound = new Set<string>();
+  for (const [name, def] of Object.entries(table)) {
+    const f = raw[name] ?? null;
+    if (f === null) {
+      symbols[name] = missing(name, missingReason(def, path));
+      continue;
+    }
+    bound.add(name);
+    symbols[name] = isPointer(def.result) ? (...a: unknown[]) => toPointer(f(...a) as number | bigint) : f;
+    const g = raw[name + ASYNC];
+    if (g) {
+      async[name] = isPointer(def.result)
+        ? async (...a: unknown[]) => toPointer(await (g(...a) as Promise<number | bigint>))
+        : g;
+    }
+  }
+  return {
+    symbols: symbols as NativeLibrary<T>["symbols"],
+    async: async as NativeLibrary<T>["async"],
+    has: (name) => bound.has(name),
+    close: () => lib.close(),
+  };
+}
+
+function callback(
+  signature: FfiSignature,
+  fn: (...args: never[]) => unknown,
+  options: CallbackOptions = {},
+): NativeCallback {
+  const def = {
+    parameters: signature.args.map(denoType) as Deno.NativeType[],
+    result: denoType(signature.result),
+  } as const;
+  const pointerArgs = signature.args.map(isPointer);
+  const wrapped = (...args: unknown[]) => {
+    for (let i = 0; i < args.length; i++) {
+      if (pointerArgs[i]) args[i] = toPointer(args[i] as number | bigint);
+    }
+    return (fn as (...a: unknown[]) => unknown)(...args);
+  };
+  const cb = options.threadSafe
+    ? Deno.UnsafeCallback.threadSafe(def, wrapped as never)
+    : new Deno.UnsafeCallback(def, wrapped as never);
+  return {
+    pointer: toPointer(Deno.UnsafePointer.value(cb.pointer)),
+    close: () => cb.close(),
+  };
+}
+
+/** The adapter for Deno. */
+export const adapter: FfiAdapter = {
+  runtime: "deno",
+  hasNonblocking: true,
+  open,
+  view: (ptr, byteLength) => Deno.UnsafePointerView.getArrayBuffer(pointerObject(ptr), byteLength),
+  addressOf: (buffer) => {
+    const bytes = buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : buffer;
+    return toPointer(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes as Uint8Array<ArrayBuffer>)));
+  },
+  readCString: (ptr) => (ptr === 0 ? null : Deno.UnsafePointerView.getCString(pointerObject(ptr))),
+  readPointer: (ptr, offset = 0) => toPointer(new Deno.UnsafePointerView(pointerObject(ptr)).getBigUint64(offset)),
+  callback,
+};

@@ -1,0 +1,106 @@
+/**
+ * The Node.js adapter, through koffi.
+ *
+ * Pointers are declared as `uintptr_t` so that they cross as numbers, the one
+ * representation the API uses on every runtime. koffi runs `.async` calls on
+ * worker threads, and queues callbacks made from other threads to the JS
+ * thread, so every callback here is thread-safe.
+ *
+ * @module
+ */
+import koffi from "koffi";
+import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
+import type { FfiAdapter, FfiType, FunctionTable, NativeLibrary } from "./types.ts";
+
+const TYPES: Record<FfiType, string> = {
+  void: "void",
+  bool: "bool",
+  i8: "int8_t",
+  u8: "uint8_t",
+  i16: "int16_t",
+  u16: "uint16_t",
+  i32: "int32_t",
+  u32: "uint32_t",
+  i64: "int64_t",
+  u64: "uint64_t",
+  isize: "intptr_t",
+  usize: "uintptr_t",
+  f32: "float",
+  f64: "double",
+  pointer: "uintptr_t",
+  function: "uintptr_t",
+};
+
+/** The koffi type name of a runtime-neutral FFI type. */
+export function koffiType(type: FfiType): string {
+  return TYPES[type];
+}
+
+type KoffiFn = ((...a: unknown[]) => unknown) & {
+  async: (...a: unknown[]) => void;
+};
+
+function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {
+  const lib = koffi.load(path);
+  const symbols: Record<string, unknown> = {};
+  const async: Record<string, unknown> = {};
+  const bound = new Set<string>();
+  for (const [name, def] of Object.entries(table)) {
+    let f: KoffiFn | undefined;
+    if (def.defined !== false) {
+      try {
+        f = lib.func(symbolOf(name, def), koffiType(def.result), def.args.map(koffiType)) as KoffiFn;
+      } catch {
+        f = undefined;
+      }
+    }
+    if (!f) {
+      symbols[name] = missing(name, missingReason(def, path));
+      continue;
+    }
+    const fn = f;
+    bound.add(name);
+    symbols[name] = isPointer(def.result) ? (...a: unknown[]) => toPointer(fn(...a) as number | bigint) : fn;
+    if (def.nonblocking) {
+      const pointer = isPointer(def.result);
+      async[name] = (...a: unknown[]) =>
+        new Promise((resolve, reject) =>
+          fn.async(...a, (err: unknown, res: number | bigint) => {
+            if (err) reject(err);
+            else resolve(pointer ? toPointer(res) : res);
+          })
+        );
+    }
+  }
+  return {
+    symbols: symbols as NativeLibrary<T>["symbols"],
+    async: async as NativeLibrary<T>["async"],
+    has: (name) => bound.has(name),
+    close: () => lib.unload(),
+  };
+}
+
+let protoCount = 0;
+
+/** The adapter for Node.js. */
+export const adapter: FfiAdapter = {
+  runtime: "node",
+  hasNonblocking: true,
+  open,
+  view: (ptr, byteLength) => {
+    if (ptr === 0) throw new TypeError("NULL pointer dereference");
+    return koffi.view(BigInt(ptr), byteLength);
+  },
+  addressOf: (buffer) => toPointer(koffi.address(buffer)),
+  readCString: (ptr) => (ptr === 0 ? null : koffi.decode(BigInt(ptr), "char", -1) as string),
+  readPointer: (ptr, offset = 0) => toPointer(koffi.decode(BigInt(ptr), offset, "uintptr_t") as number | bigint),
+  callback: (signature, fn) => {
+    const proto = koffi.proto(`wsp_ffi_cb${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType));
+    const pointerArgs = signature.args.map(isPointer);
+    const handle = koffi.register((...args: unknown[]) => {
+      for (let i = 0; i < args.length; i++) if (pointerArgs[i]) args[i] = toPointer(args[i] as number | bigint);
+      return (fn as (...a: unknown[]) => unknown)(...args);
+    }, koffi.pointer(proto));
+    return { pointer: toPointer(handle), close: () => koffi.unregister(handle) };
+  },
+};

@@ -1,0 +1,167 @@
+/**
+ * The runtime-neutral FFI vocabulary shared by the generated bindings and the
+ * three runtime adapters (Deno, Bun, Node via koffi).
+ *
+ * Value conventions, identical on every runtime:
+ * - `pointer` and `function` values are a {@linkcode Pointer}: the address as
+ *   a plain number, `0` for NULL. User-space addresses on every supported
+ *   target (x86-64 and AArch64 Linux, macOS, Windows) fit in 53 bits; an
+ *   address that does not is reported as an error, never rounded.
+ * - 64-bit integers (`i64`, `u64`, `isize`, `usize`) are accepted as
+ *   `number | bigint` and returned as a number when it is a safe integer,
+ *   else as a bigint.
+ * - `bool` is a boolean; the other numeric types are numbers.
+ *
+ * @module
+ */
+
+/** A native address as a number; `0` is NULL. */
+export type Pointer = number;
+
+/** The NULL pointer. */
+export const NULL: Pointer = 0;
+
+/** A value type that can cross the FFI boundary. */
+export type FfiType =
+  | "void"
+  | "bool"
+  | "i8"
+  | "u8"
+  | "i16"
+  | "u16"
+  | "i32"
+  | "u32"
+  | "i64"
+  | "u64"
+  | "isize"
+  | "usize"
+  | "f32"
+  | "f64"
+  | "pointer"
+  | "function";
+
+/** Which native library exports a function. */
+export type LibraryName = "base" | "cpu" | "metal";
+
+/** The signature of a native function or callback. */
+export interface FfiSignature {
+  /** Parameter types, in order. */
+  readonly args: readonly FfiType[];
+  /** Result type. */
+  readonly result: FfiType;
+}
+
+/** A native function as the adapters load it. */
+export interface FunctionDef extends FfiSignature {
+  /** Exported symbol to bind, when it differs from the table key (C shims). */
+  readonly symbol?: string;
+  /** `false` when the headers declare the function but no source defines it. */
+  readonly defined?: boolean;
+  /** The call may synchronously run a JS callback (Deno needs to know). */
+  readonly callback?: boolean;
+  /** Offer a non-blocking variant where the runtime has one. */
+  readonly nonblocking?: boolean;
+}
+
+/** A table of native functions keyed by the name callers use. */
+export type FunctionTable = { readonly [name: string]: FunctionDef };
+
+/** The JS type of an argument of FFI type `T`. */
+export type JsArg<T extends FfiType> = T extends "pointer" | "function" ? Pointer
+  : T extends "i64" | "u64" | "isize" | "usize" ? number | bigint
+  : T extends "bool" ? boolean
+  : T extends "void" ? never
+  : number;
+
+/** The JS type of a result of FFI type `T`. */
+export type JsResult<T extends FfiType> = T extends "pointer" | "function" ? Pointer
+  : T extends "i64" | "u64" | "isize" | "usize" ? number | bigint
+  : T extends "bool" ? boolean
+  : T extends "void" ? void
+  : number;
+
+/** The JS function type of a native function described by `D`. */
+export type JsFunction<D extends FfiSignature> = (
+  ...args: { -readonly [I in keyof D["args"]]: JsArg<D["args"][I]> }
+) => JsResult<D["result"]>;
+
+/** The JS function type of the non-blocking variant of `D`. */
+export type JsAsyncFunction<D extends FfiSignature> = (
+  ...args: { -readonly [I in keyof D["args"]]: JsArg<D["args"][I]> }
+) => Promise<JsResult<D["result"]>>;
+
+/** A loaded native library: one callable per table entry. */
+export interface NativeLibrary<T extends FunctionTable> {
+  /** Synchronous calls, one per table entry. Undefined entries throw {@linkcode SymbolNotDefinedError}. */
+  readonly symbols: { readonly [K in keyof T]: JsFunction<T[K]> };
+  /**
+   * Non-blocking calls for entries marked `nonblocking`, on runtimes that
+   * have them (Deno `nonblocking`, koffi `.async`); empty on Bun.
+   */
+  readonly async: { readonly [K in keyof T]?: JsAsyncFunction<T[K]> };
+  /** Whether `name` is bound to a native symbol (false for missing ones). */
+  has(name: keyof T & string): boolean;
+  /** Unloads the library; every call afterwards is undefined behaviour. */
+  close(): void;
+}
+
+/** A JS function made callable from C. */
+export interface NativeCallback {
+  /** The C function pointer. */
+  readonly pointer: Pointer;
+  /** Releases the trampoline; the pointer must not be called afterwards. */
+  close(): void;
+}
+
+/** Options of {@linkcode FfiAdapter.callback}. */
+export interface CallbackOptions {
+  /**
+   * The callback may be called from a native thread other than the JS one.
+   * The call is then queued to the JS thread (and returns a zero result to C
+   * on Deno and Bun without waiting), so it must not be relied on for a
+   * result. Thread-safe callbacks keep the process alive until closed.
+   */
+  readonly threadSafe?: boolean;
+}
+
+/** Thrown when calling a function the library does not export. */
+export class SymbolNotDefinedError extends Error {
+  /** The missing symbol. */
+  readonly symbol: string;
+  /**
+   * @param symbol the missing symbol
+   * @param detail why it is missing
+   */
+  constructor(symbol: string, detail: string) {
+    super(`${symbol}: ${detail}`);
+    this.name = "SymbolNotDefinedError";
+    this.symbol = symbol;
+  }
+}
+
+/** The per-runtime FFI operations; obtain one with `loadAdapter()`. */
+export interface FfiAdapter {
+  /** Which runtime this adapter drives. */
+  readonly runtime: "deno" | "bun" | "node";
+  /** Whether non-blocking calls exist on this runtime. */
+  readonly hasNonblocking: boolean;
+  /** Opens the library at `path` and binds the functions of `table`. */
+  open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>;
+  /**
+   * An ArrayBuffer over `byteLength` bytes of native memory at `ptr`. It does
+   * not own the memory: it must not be used after the memory is freed.
+   */
+  view(ptr: Pointer, byteLength: number): ArrayBuffer;
+  /** The address of the bytes of a JS buffer (keep the buffer alive while C uses it). */
+  addressOf(buffer: ArrayBufferView | ArrayBuffer): Pointer;
+  /** Reads a NUL-terminated UTF-8 string at `ptr` (`null` for NULL). */
+  readCString(ptr: Pointer): string | null;
+  /** Reads a pointer-sized value at `ptr + offset`. */
+  readPointer(ptr: Pointer, offset?: number): Pointer;
+  /** Makes `fn` callable from C with the given signature. */
+  callback(
+    signature: FfiSignature,
+    fn: (...args: never[]) => unknown,
+    options?: CallbackOptions,
+  ): NativeCallback;
+}
