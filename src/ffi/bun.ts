@@ -9,31 +9,14 @@
  */
 import { CString, dlopen, FFIType, JSCallback, ptr as addressOfBuffer, read, toArrayBuffer } from "bun:ffi";
 import type { FFIFunction, Pointer as BunPointer } from "bun:ffi";
+import { BUN_TYPES } from "./native_types.ts";
 import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
 import type { FfiAdapter, FfiType, FunctionDef, FunctionTable, NativeLibrary } from "./types.ts";
 
-const TYPES: Record<FfiType, FFIType> = {
-  void: FFIType.void,
-  bool: FFIType.bool,
-  i8: FFIType.i8,
-  u8: FFIType.u8,
-  i16: FFIType.i16,
-  u16: FFIType.u16,
-  i32: FFIType.i32,
-  u32: FFIType.u32,
-  i64: FFIType.i64_fast,
-  u64: FFIType.u64_fast,
-  isize: FFIType.i64_fast,
-  usize: FFIType.u64_fast,
-  f32: FFIType.f32,
-  f64: FFIType.f64,
-  pointer: FFIType.ptr,
-  function: FFIType.ptr,
-};
 
 /** The bun:ffi type of a runtime-neutral FFI type. */
 export function bunType(type: FfiType): FFIType {
-  return TYPES[type];
+  return FFIType[BUN_TYPES[type]];
 }
 
 /** The bun:ffi definition of one table entry. */

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { DENO_TYPES } from "./native_types.ts";
 import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
 import type {
   CallbackOptions,
@@ -21,7 +22,7 @@ import type {
 
 /** The Deno native type of a runtime-neutral FFI type. */
 export function denoType(type: FfiType): Deno.NativeResultType {
-  return isPointer(type) ? "usize" : type;
+  return DENO_TYPES[type];
 }
 
 /** The `Deno.dlopen` definition of one table entry. */

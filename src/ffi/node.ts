@@ -9,31 +9,14 @@
  * @module
  */
 import koffi from "koffi";
+import { KOFFI_TYPES } from "./native_types.ts";
 import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
 import type { FfiAdapter, FfiType, FunctionTable, NativeLibrary } from "./types.ts";
 
-const TYPES: Record<FfiType, string> = {
-  void: "void",
-  bool: "bool",
-  i8: "int8_t",
-  u8: "uint8_t",
-  i16: "int16_t",
-  u16: "uint16_t",
-  i32: "int32_t",
-  u32: "uint32_t",
-  i64: "int64_t",
-  u64: "uint64_t",
-  isize: "intptr_t",
-  usize: "uintptr_t",
-  f32: "float",
-  f64: "double",
-  pointer: "uintptr_t",
-  function: "uintptr_t",
-};
 
 /** The koffi type name of a runtime-neutral FFI type. */
 export function koffiType(type: FfiType): string {
-  return TYPES[type];
+  return KOFFI_TYPES[type];
 }
 
 type KoffiFn = ((...a: unknown[]) => unknown) & {

@@ -165,3 +165,13 @@ export interface FfiAdapter {
     options?: CallbackOptions,
   ): NativeCallback;
 }
+
+/** An entry of the generated function table (`src/bindings.gen.ts`). */
+export interface TableEntry extends FunctionDef {
+  /** The library that exports the symbol. */
+  readonly library: LibraryName;
+  /** The header that declares the function. */
+  readonly header: string;
+  /** The C prototype as declared (before any shim rewrite). */
+  readonly c: string;
+}

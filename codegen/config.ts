@@ -1,0 +1,68 @@
+/**
+ * What the generator reads and the decisions it cannot take from the headers:
+ * the skip list, the functions known to be declared but not defined, and the
+ * functions that get a non-blocking variant.
+ *
+ * @module
+ */
+import type { LibraryName } from "../src/ffi/types.ts";
+
+/** The public headers, in include order, and the library that defines what each declares. */
+export const HEADERS: readonly { readonly file: string; readonly library: LibraryName }[] = [
+  { file: "ggml.h", library: "base" },
+  { file: "ggml-alloc.h", library: "base" },
+  { file: "ggml-backend.h", library: "base" },
+  { file: "ggml-cpu.h", library: "cpu" },
+  { file: "ggml-opt.h", library: "base" },
+  { file: "gguf.h", library: "base" },
+  { file: "ggml-metal.h", library: "metal" },
+];
+
+/** The macros that mark an exported declaration. */
+export const API_MACROS: readonly string[] = ["WSP_GGML_API", "WSP_GGML_BACKEND_API"];
+
+/** The targets of `zig build dist`, as libclang triples, and the zig libc header dirs of each. */
+export const TARGETS: readonly { readonly triple: string; readonly libc: readonly string[] }[] = [
+  { triple: "x86_64-linux-gnu", libc: ["x86-linux-gnu", "generic-glibc", "x86-linux-any", "any-linux-any"] },
+  { triple: "aarch64-linux-gnu", libc: ["aarch64-linux-gnu", "generic-glibc", "aarch64-linux-any", "any-linux-any"] },
+  { triple: "x86_64-apple-macos11", libc: ["any-macos-any"] },
+  { triple: "aarch64-apple-macos11", libc: ["any-macos-any"] },
+  { triple: "x86_64-w64-windows-gnu", libc: ["any-windows-any"] },
+];
+
+/**
+ * Functions left out of the table on purpose. Every one needs a reason; a
+ * function the generator cannot bind that is not listed here is an error, and
+ * so is an entry that no header declares any more.
+ */
+export const SKIP: Readonly<Record<string, string>> = {
+  wsp_ggml_abort: "variadic formatting helper (printf-style message, then abort())",
+  wsp_ggml_format_name: "variadic formatting helper (printf-style name); use wsp_ggml_set_name",
+};
+
+/**
+ * Functions the headers declare but no vendored source defines. The table
+ * marks them `defined: false`: they never break loading and calling one
+ * throws `SymbolNotDefinedError`. The generator checks this list against the
+ * built libraries' exports when they exist (and tests/raw_symbols.test.ts
+ * always does).
+ */
+export const NOT_DEFINED: Readonly<Record<string, string>> = {
+  wsp_ggml_threadpool_get_n_threads: "declared in ggml-cpu.h, defined by no vendored source",
+};
+
+/** Functions that get a non-blocking variant (they may run for long). */
+export const NONBLOCKING: ReadonlySet<string> = new Set([
+  "wsp_ggml_graph_compute",
+  "wsp_ggml_graph_compute_with_ctx",
+  "wsp_ggml_backend_graph_compute",
+  "wsp_ggml_backend_sched_graph_compute",
+  "wsp_ggml_backend_load_all",
+  "wsp_ggml_backend_load_all_from_path",
+  "wsp_gguf_init_from_file",
+  "wsp_gguf_write_to_file",
+  "wsp_ggml_opt_fit",
+]);
+
+/** Prefix of the exported names of the pointer-based C wrappers. */
+export const SHIM_PREFIX = "wsp_shim_";

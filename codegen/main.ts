@@ -1,0 +1,180 @@
+/**
+ * The binding generator: reads the wsp_ggml public headers through libclang
+ * for every target of `zig build dist`, proves the results agree, and writes
+ * src/bindings.gen.ts and the C shim.
+ *
+ *   deno task codegen                    write the generated files
+ *   deno task codegen:check              fail if a committed file differs, is missing or untracked
+ *   deno run -A codegen/main.ts --diff DIR   print the API diff from the headers in DIR
+ *
+ * (`bun codegen/main.ts …` and `node --import tsx codegen/main.ts …` do the same.)
+ *
+ * @module
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { Clang } from "./clang/mod.ts";
+import { ROOT, zigLibDir } from "./clang/find.ts";
+import { NOT_DEFINED, TARGETS } from "./config.ts";
+import { apiDiff, formatDiff } from "./diff.ts";
+import { elfExports } from "./elf.ts";
+import { emitShims } from "./emit_c.ts";
+import { emitBindings } from "./emit_ts.ts";
+import type { ApiIR } from "./ir.ts";
+import { parseApi } from "./parse.ts";
+import { rows } from "./table.ts";
+
+/** The generated files, relative to the repository root. */
+export const OUTPUTS = ["src/bindings.gen.ts", "native/shim/base.gen.c", "native/shim/cpu.gen.c"] as const;
+
+/** Parses the headers in `headersDir` for every target. */
+export function parseAll(clang: Clang, headersDir: string): ApiIR[] {
+  const lib = zigLibDir();
+  return TARGETS.map((t) =>
+    parseApi(clang, {
+      headersDir,
+      triple: t.triple,
+      systemIncludes: [join(lib, "include"), ...t.libc.map((d) => join(lib, "libc", "include", d))],
+    })
+  );
+}
+
+/**
+ * Checks that every target yields the same IR. Enum underlying types may
+ * differ (SysV: `unsigned int` for an enum without negative members, Windows:
+ * `int`; same size and passing): they are merged into one description.
+ */
+export function mergeTargets(irs: readonly ApiIR[]): { ir: ApiIR; enumUnderlying: Map<string, string> } {
+  const [first] = irs;
+  const strip = (ir: ApiIR) => JSON.stringify({ ...ir, target: "", enums: ir.enums.map((e) => ({ ...e, underlying: "" })) });
+  const ref = strip(first);
+  for (const ir of irs.slice(1)) {
+    if (strip(ir) !== ref) {
+      const a = JSON.parse(ref), b = JSON.parse(strip(ir));
+      throw new Error(`the headers differ between ${first.target} and ${ir.target}: ${firstDifference(a, b)}`);
+    }
+  }
+  const enumUnderlying = new Map<string, string>();
+  for (const e of first.enums) {
+    const by = new Map<string, string[]>();
+    for (const ir of irs) {
+      const u = ir.enums.find((x) => x.name === e.name)!.underlying;
+      by.set(u, [...(by.get(u) ?? []), ir.target]);
+    }
+    enumUnderlying.set(e.name, by.size === 1 ? e.underlying : [...by].map(([u, ts]) => `\`${u}\` on ${ts.join(", ")}`).join("; "));
+  }
+  return { ir: first, enumUnderlying };
+}
+
+function firstDifference(a: unknown, b: unknown, path = "$"): string {
+  if (JSON.stringify(a) === JSON.stringify(b)) return "";
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) {
+    return `${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
+  }
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+  for (const k of keys) {
+    const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${path}.${k}`);
+    if (d) return d;
+  }
+  return path;
+}
+
+/** Generates every output in memory. */
+export function generate(irs: readonly ApiIR[]): Map<string, string> {
+  const { ir, enumUnderlying } = mergeTargets(irs);
+  const table = rows(ir.functions);
+  const shims = emitShims(ir, table);
+  return new Map<string, string>([
+    ["src/bindings.gen.ts", emitBindings(ir, table, enumUnderlying, irs.map((i) => i.target))],
+    ["native/shim/base.gen.c", shims.base],
+    ["native/shim/cpu.gen.c", shims.cpu],
+  ]);
+}
+
+/** The coverage line. */
+export function coverage(ir: ApiIR): string {
+  return `${ir.functions.length} functions, ${ir.records.length} structs, ${ir.enums.length} enums, ${ir.skipped.length} skipped`;
+}
+
+/**
+ * Checks the table against the built libraries in zig-out/lib when they
+ * exist (ELF only); returns a one-line report, throws on a mismatch.
+ */
+export function checkExports(ir: ApiIR): string {
+  const dir = join(ROOT, "zig-out", "lib");
+  const base = join(dir, "libwsp-ggml.so");
+  if (!existsSync(base)) return "exports: not checked (no zig-out/lib/libwsp-ggml.so)";
+  const cpuLib = existsSync(dir) ? readdirSync(dir).filter((f) => /^libggml-cpu-.*\.so$/.test(f)).sort()[0] : undefined;
+  const exported = { base: elfExports(base), cpu: cpuLib ? elfExports(join(dir, cpuLib)) : undefined };
+  const problems: string[] = [];
+  for (const fn of ir.functions) {
+    if (fn.library === "metal") continue;
+    const lib = exported[fn.library];
+    if (!lib) continue;
+    const has = lib.has(fn.name);
+    if (fn.name in NOT_DEFINED && has) problems.push(`${fn.name} is exported: remove it from NOT_DEFINED`);
+    if (!(fn.name in NOT_DEFINED) && !has) problems.push(`${fn.name} is declared but not exported by the ${fn.library} library: add it to NOT_DEFINED with a reason`);
+  }
+  if (problems.length) throw new Error(`codegen/config.ts is out of date:\n  ${problems.join("\n  ")}`);
+  return `exports: checked against libwsp-ggml.so${cpuLib ? ` and ${cpuLib}` : ""}`;
+}
+
+function untracked(paths: readonly string[]): string[] {
+  try {
+    const tracked = execFileSync("git", ["ls-files", "--", ...paths], { cwd: ROOT, encoding: "utf8" }).split("\n");
+    return paths.filter((p) => !tracked.includes(p));
+  } catch {
+    return [];
+  }
+}
+
+async function main(args: string[]): Promise<number> {
+  const t0 = performance.now();
+  const headersAt = args.indexOf("--headers");
+  const headersDir = headersAt >= 0 ? args[headersAt + 1] : join(ROOT, "vendor", "ggml");
+  if (!existsSync(join(headersDir, "ggml.h"))) {
+    console.error(`codegen: no ggml.h in ${headersDir}; run \`node scripts/vendor.mjs\` first`);
+    return 1;
+  }
+  const clang = await Clang.open();
+  const irs = parseAll(clang, headersDir);
+  const diffAt = args.indexOf("--diff");
+  if (diffAt >= 0) {
+    const other = args[diffAt + 1];
+    if (!other) throw new Error("--diff needs a headers folder");
+    const [theirs] = parseAll(clang, other);
+    console.log(formatDiff(apiDiff(irs[0], theirs), headersDir, other));
+    return 0;
+  }
+  const files = generate(irs);
+  console.log(`codegen: ${coverage(irs[0])}`);
+  console.log(`codegen: ${irs.length} targets agree (${irs.map((i) => i.target).join(", ")})`);
+  console.log(`codegen: ${checkExports(irs[0])}`);
+  if (args.includes("--check")) {
+    const stale: string[] = [];
+    for (const [path, text] of files) {
+      const full = join(ROOT, path);
+      if (!existsSync(full)) stale.push(`${path} (missing)`);
+      else if (readFileSync(full, "utf8") !== text) stale.push(`${path} (differs)`);
+    }
+    for (const p of untracked([...files.keys()])) if (!stale.some((s) => s.startsWith(p))) stale.push(`${p} (not committed)`);
+    if (stale.length) {
+      console.error(`codegen --check: out of date, run \`deno task codegen\` and commit:\n  ${stale.join("\n  ")}`);
+      return 1;
+    }
+    console.log(`codegen --check: ${files.size} files up to date (${Math.round(performance.now() - t0)} ms)`);
+    return 0;
+  }
+  for (const [path, text] of files) {
+    const full = join(ROOT, path);
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, text);
+  }
+  console.log(`codegen: wrote ${[...files.keys()].join(", ")} (${Math.round(performance.now() - t0)} ms)`);
+  return 0;
+}
+
+if (import.meta.main ?? (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/")))) {
+  process.exitCode = await main(process.argv.slice(2));
+}
