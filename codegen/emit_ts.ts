@@ -75,7 +75,6 @@ function emitRow(r: Row): string {
   if (r.symbol) parts.push(`symbol: ${q(r.symbol)}`);
   parts.push(`args: [${r.args.map(q).join(", ")}]`, `result: ${q(r.result)}`);
   if (!r.defined) parts.push("defined: false");
-  if (r.callback) parts.push("callback: true");
   if (r.nonblocking) parts.push("nonblocking: true");
   parts.push(`c: ${q(r.c)}`);
   return `${rowDoc(r)}  ${r.name}: { ${parts.join(", ")} },`;
@@ -87,7 +86,6 @@ function denoTable(rows: readonly Row[], lib: string): string {
     const def = (nonblocking: boolean) => {
       const parts = [`name: ${q(r.symbol ?? r.name)}`, `parameters: [${r.args.map((a) => q(DENO_TYPES[a])).join(", ")}]`, `result: ${q(DENO_TYPES[r.result])}`, "optional: true"];
       if (nonblocking) parts.push("nonblocking: true");
-      else if (r.callback) parts.push("callback: true");
       return parts.join(", ");
     };
     out.push(`    ${r.name}: { ${def(false)} },`);

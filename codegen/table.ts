@@ -1,6 +1,6 @@
 /**
  * The runtime-neutral function table derived from the IR: shim rewrites,
- * `defined`, `callback` and `nonblocking` flags. Shared by the emitters.
+ * `defined` and `nonblocking` flags. Shared by the emitters.
  *
  * @module
  */
@@ -18,7 +18,6 @@ export interface Row {
   readonly args: FfiType[];
   readonly result: FfiType;
   readonly defined: boolean;
-  readonly callback: boolean;
   readonly nonblocking: boolean;
   /** The C prototype as declared. */
   readonly c: string;
@@ -60,7 +59,6 @@ export function rows(functions: readonly FunctionIR[]): Row[] {
       args: shim ? shimParams(fn).map(ffiOf) : fn.params.map(ffiOf),
       result: shim && fn.result.ffi === "record" ? "void" : ffiOf(fn.result),
       defined: !(fn.name in NOT_DEFINED),
-      callback: fn.flags.callbackParam,
       nonblocking: NONBLOCKING.has(fn.name),
       c: prototype(fn),
       fn,

@@ -1968,7 +1968,7 @@ export const functions = {
    *
    * C: `wsp_ggml_abort_callback_t wsp_ggml_set_abort_callback(wsp_ggml_abort_callback_t callback)` (ggml.h, library `base`).
    */
-  wsp_ggml_set_abort_callback: { library: "base", header: "ggml.h", args: ["function"], result: "function", callback: true, c: "wsp_ggml_abort_callback_t wsp_ggml_set_abort_callback(wsp_ggml_abort_callback_t callback)" },
+  wsp_ggml_set_abort_callback: { library: "base", header: "ggml.h", args: ["function"], result: "function", c: "wsp_ggml_abort_callback_t wsp_ggml_set_abort_callback(wsp_ggml_abort_callback_t callback)" },
   /**
    * get wsp_ggml_status name string
    *
@@ -3424,35 +3424,35 @@ export const functions = {
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_map_custom1: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom1: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_map_custom1_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom1_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom2(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_map_custom2: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom2: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom2_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_map_custom2_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom2_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom3(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_map_custom3: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom3: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom3_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_map_custom3_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom3_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_custom_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_custom_4d: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i64", "i64", "i64", "i64", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_custom_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_custom_4d: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i64", "i64", "i64", "i64", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_custom_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
    */
-  wsp_ggml_custom_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", callback: true, c: "struct wsp_ggml_tensor *wsp_ggml_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_custom_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
   /**
    * loss function
    *
@@ -3571,7 +3571,7 @@ export const functions = {
    *
    * C: `void wsp_ggml_log_set(wsp_ggml_log_callback log_callback, void *user_data)` (ggml.h, library `base`).
    */
-  wsp_ggml_log_set: { library: "base", header: "ggml.h", args: ["function", "pointer"], result: "void", callback: true, c: "void wsp_ggml_log_set(wsp_ggml_log_callback log_callback, void *user_data)" },
+  wsp_ggml_log_set: { library: "base", header: "ggml.h", args: ["function", "pointer"], result: "void", c: "void wsp_ggml_log_set(wsp_ggml_log_callback log_callback, void *user_data)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_zero(struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
    */
@@ -4133,7 +4133,7 @@ export const functions = {
    *
    * C: `void wsp_ggml_backend_sched_set_eval_callback(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_sched_eval_callback callback, void *user_data)` (ggml-backend.h, library `base`).
    */
-  wsp_ggml_backend_sched_set_eval_callback: { library: "base", header: "ggml-backend.h", args: ["pointer", "function", "pointer"], result: "void", callback: true, c: "void wsp_ggml_backend_sched_set_eval_callback(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_sched_eval_callback callback, void *user_data)" },
+  wsp_ggml_backend_sched_set_eval_callback: { library: "base", header: "ggml-backend.h", args: ["pointer", "function", "pointer"], result: "void", c: "void wsp_ggml_backend_sched_set_eval_callback(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_sched_eval_callback callback, void *user_data)" },
   /**
    * Copy a graph to a different backend
    *
@@ -4153,7 +4153,7 @@ export const functions = {
    *
    * C: `_Bool wsp_ggml_backend_compare_graph_backend(wsp_ggml_backend_t backend1, wsp_ggml_backend_t backend2, struct wsp_ggml_cgraph *graph, wsp_ggml_backend_eval_callback callback, void *user_data, struct wsp_ggml_tensor *test_node)` (ggml-backend.h, library `base`).
    */
-  wsp_ggml_backend_compare_graph_backend: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer", "function", "pointer", "pointer"], result: "bool", callback: true, c: "_Bool wsp_ggml_backend_compare_graph_backend(wsp_ggml_backend_t backend1, wsp_ggml_backend_t backend2, struct wsp_ggml_cgraph *graph, wsp_ggml_backend_eval_callback callback, void *user_data, struct wsp_ggml_tensor *test_node)" },
+  wsp_ggml_backend_compare_graph_backend: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer", "function", "pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_compare_graph_backend(wsp_ggml_backend_t backend1, wsp_ggml_backend_t backend2, struct wsp_ggml_cgraph *graph, wsp_ggml_backend_eval_callback callback, void *user_data, struct wsp_ggml_tensor *test_node)" },
   /**
    * Tensor initialization
    *
@@ -4411,7 +4411,7 @@ export const functions = {
   /**
    * C: `void wsp_ggml_backend_cpu_set_abort_callback(wsp_ggml_backend_t backend_cpu, wsp_ggml_abort_callback abort_callback, void *abort_callback_data)` (ggml-cpu.h, library `cpu`).
    */
-  wsp_ggml_backend_cpu_set_abort_callback: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "function", "pointer"], result: "void", callback: true, c: "void wsp_ggml_backend_cpu_set_abort_callback(wsp_ggml_backend_t backend_cpu, wsp_ggml_abort_callback abort_callback, void *abort_callback_data)" },
+  wsp_ggml_backend_cpu_set_abort_callback: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "function", "pointer"], result: "void", c: "void wsp_ggml_backend_cpu_set_abort_callback(wsp_ggml_backend_t backend_cpu, wsp_ggml_abort_callback abort_callback, void *abort_callback_data)" },
   /**
    * C: `wsp_ggml_backend_reg_t wsp_ggml_backend_cpu_reg(void)` (ggml-cpu.h, library `cpu`).
    */
@@ -4623,7 +4623,7 @@ export const functions = {
    *
    * C: `void wsp_ggml_opt_epoch(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result_train, wsp_ggml_opt_result_t result_eval, int64_t idata_split, wsp_ggml_opt_epoch_callback callback_train, wsp_ggml_opt_epoch_callback callback_eval)` (ggml-opt.h, library `base`).
    */
-  wsp_ggml_opt_epoch: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "pointer", "i64", "function", "function"], result: "void", callback: true, c: "void wsp_ggml_opt_epoch(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result_train, wsp_ggml_opt_result_t result_eval, int64_t idata_split, wsp_ggml_opt_epoch_callback callback_train, wsp_ggml_opt_epoch_callback callback_eval)" },
+  wsp_ggml_opt_epoch: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "pointer", "i64", "function", "function"], result: "void", c: "void wsp_ggml_opt_epoch(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result_train, wsp_ggml_opt_result_t result_eval, int64_t idata_split, wsp_ggml_opt_epoch_callback callback_train, wsp_ggml_opt_epoch_callback callback_eval)" },
   /**
    * callback that prints a progress bar on stderr
    *
@@ -4635,7 +4635,7 @@ export const functions = {
    *
    * C: `void wsp_ggml_opt_fit(wsp_ggml_backend_sched_t backend_sched, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs, wsp_ggml_opt_dataset_t dataset, enum wsp_ggml_opt_loss_type loss_type, enum wsp_ggml_opt_optimizer_type optimizer, wsp_ggml_opt_get_optimizer_params get_opt_pars, int64_t nepoch, int64_t nbatch_logical, float val_split, _Bool silent)` (ggml-opt.h, library `base`).
    */
-  wsp_ggml_opt_fit: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "i32", "i32", "function", "i64", "i64", "f32", "bool"], result: "void", callback: true, nonblocking: true, c: "void wsp_ggml_opt_fit(wsp_ggml_backend_sched_t backend_sched, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs, wsp_ggml_opt_dataset_t dataset, enum wsp_ggml_opt_loss_type loss_type, enum wsp_ggml_opt_optimizer_type optimizer, wsp_ggml_opt_get_optimizer_params get_opt_pars, int64_t nepoch, int64_t nbatch_logical, float val_split, _Bool silent)" },
+  wsp_ggml_opt_fit: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "i32", "i32", "function", "i64", "i64", "f32", "bool"], result: "void", nonblocking: true, c: "void wsp_ggml_opt_fit(wsp_ggml_backend_sched_t backend_sched, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs, wsp_ggml_opt_dataset_t dataset, enum wsp_ggml_opt_loss_type loss_type, enum wsp_ggml_opt_optimizer_type optimizer, wsp_ggml_opt_get_optimizer_params get_opt_pars, int64_t nepoch, int64_t nbatch_logical, float val_split, _Bool silent)" },
   /**
    * C: `struct wsp_gguf_context *wsp_gguf_init_empty(void)` (gguf.h, library `base`).
    */
@@ -4907,7 +4907,7 @@ export const functions = {
   /**
    * C: `void wsp_ggml_backend_metal_set_abort_callback(wsp_ggml_backend_t backend, wsp_ggml_abort_callback abort_callback, void *user_data)` (ggml-metal.h, library `metal`).
    */
-  wsp_ggml_backend_metal_set_abort_callback: { library: "metal", header: "ggml-metal.h", args: ["pointer", "function", "pointer"], result: "void", callback: true, c: "void wsp_ggml_backend_metal_set_abort_callback(wsp_ggml_backend_t backend, wsp_ggml_abort_callback abort_callback, void *user_data)" },
+  wsp_ggml_backend_metal_set_abort_callback: { library: "metal", header: "ggml-metal.h", args: ["pointer", "function", "pointer"], result: "void", c: "void wsp_ggml_backend_metal_set_abort_callback(wsp_ggml_backend_t backend, wsp_ggml_abort_callback abort_callback, void *user_data)" },
   /**
    * helper to check if the device supports a specific family
    * ideally, the user code should be doing these checks
@@ -4944,7 +4944,7 @@ export type LibraryFunctions<L extends TableEntry["library"]> = {
  */
 export const denoSymbols = {
   base: {
-    wsp_ggml_set_abort_callback: { name: "wsp_ggml_set_abort_callback", parameters: ["usize"], result: "usize", optional: true, callback: true },
+    wsp_ggml_set_abort_callback: { name: "wsp_ggml_set_abort_callback", parameters: ["usize"], result: "usize", optional: true },
     wsp_ggml_status_to_string: { name: "wsp_ggml_status_to_string", parameters: ["i32"], result: "usize", optional: true },
     wsp_ggml_fp16_to_fp32: { name: "wsp_ggml_fp16_to_fp32", parameters: ["u16"], result: "f32", optional: true },
     wsp_ggml_fp32_to_fp16: { name: "wsp_ggml_fp32_to_fp16", parameters: ["f32"], result: "u16", optional: true },
@@ -5232,14 +5232,14 @@ export const denoSymbols = {
     wsp_ggml_rwkv_wkv6: { name: "wsp_ggml_rwkv_wkv6", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
     wsp_ggml_gated_linear_attn: { name: "wsp_ggml_gated_linear_attn", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "f32"], result: "usize", optional: true },
     wsp_ggml_rwkv_wkv7: { name: "wsp_ggml_rwkv_wkv7", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_map_custom1: { name: "wsp_ggml_map_custom1", parameters: ["usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
-    wsp_ggml_map_custom1_inplace: { name: "wsp_ggml_map_custom1_inplace", parameters: ["usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
-    wsp_ggml_map_custom2: { name: "wsp_ggml_map_custom2", parameters: ["usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
-    wsp_ggml_map_custom2_inplace: { name: "wsp_ggml_map_custom2_inplace", parameters: ["usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
-    wsp_ggml_map_custom3: { name: "wsp_ggml_map_custom3", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
-    wsp_ggml_map_custom3_inplace: { name: "wsp_ggml_map_custom3_inplace", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
-    wsp_ggml_custom_4d: { name: "wsp_ggml_custom_4d", parameters: ["usize", "i32", "i64", "i64", "i64", "i64", "usize", "i32", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
-    wsp_ggml_custom_inplace: { name: "wsp_ggml_custom_inplace", parameters: ["usize", "usize", "usize", "i32", "usize", "i32", "usize"], result: "usize", optional: true, callback: true },
+    wsp_ggml_map_custom1: { name: "wsp_ggml_map_custom1", parameters: ["usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
+    wsp_ggml_map_custom1_inplace: { name: "wsp_ggml_map_custom1_inplace", parameters: ["usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
+    wsp_ggml_map_custom2: { name: "wsp_ggml_map_custom2", parameters: ["usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
+    wsp_ggml_map_custom2_inplace: { name: "wsp_ggml_map_custom2_inplace", parameters: ["usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
+    wsp_ggml_map_custom3: { name: "wsp_ggml_map_custom3", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
+    wsp_ggml_map_custom3_inplace: { name: "wsp_ggml_map_custom3_inplace", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
+    wsp_ggml_custom_4d: { name: "wsp_ggml_custom_4d", parameters: ["usize", "i32", "i64", "i64", "i64", "i64", "usize", "i32", "usize", "i32", "usize"], result: "usize", optional: true },
+    wsp_ggml_custom_inplace: { name: "wsp_ggml_custom_inplace", parameters: ["usize", "usize", "usize", "i32", "usize", "i32", "usize"], result: "usize", optional: true },
     wsp_ggml_cross_entropy_loss: { name: "wsp_ggml_cross_entropy_loss", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
     wsp_ggml_cross_entropy_loss_back: { name: "wsp_ggml_cross_entropy_loss_back", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
     wsp_ggml_opt_step_adamw: { name: "wsp_ggml_opt_step_adamw", parameters: ["usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
@@ -5264,7 +5264,7 @@ export const denoSymbols = {
     wsp_ggml_graph_get_grad_acc: { name: "wsp_ggml_graph_get_grad_acc", parameters: ["usize", "usize"], result: "usize", optional: true },
     wsp_ggml_graph_print: { name: "wsp_ggml_graph_print", parameters: ["usize"], result: "void", optional: true },
     wsp_ggml_graph_dump_dot: { name: "wsp_ggml_graph_dump_dot", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_log_set: { name: "wsp_ggml_log_set", parameters: ["usize", "usize"], result: "void", optional: true, callback: true },
+    wsp_ggml_log_set: { name: "wsp_ggml_log_set", parameters: ["usize", "usize"], result: "void", optional: true },
     wsp_ggml_set_zero: { name: "wsp_ggml_set_zero", parameters: ["usize"], result: "usize", optional: true },
     wsp_ggml_wsp_quantize_init: { name: "wsp_ggml_wsp_quantize_init", parameters: ["i32"], result: "void", optional: true },
     wsp_ggml_wsp_quantize_free: { name: "wsp_ggml_wsp_quantize_free", parameters: [], result: "void", optional: true },
@@ -5388,10 +5388,10 @@ export const denoSymbols = {
     wsp_ggml_backend_sched_graph_compute_async: { name: "wsp_ggml_backend_sched_graph_compute_async", parameters: ["usize", "usize"], result: "i32", optional: true },
     wsp_ggml_backend_sched_synchronize: { name: "wsp_ggml_backend_sched_synchronize", parameters: ["usize"], result: "void", optional: true },
     wsp_ggml_backend_sched_reset: { name: "wsp_ggml_backend_sched_reset", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_sched_set_eval_callback: { name: "wsp_ggml_backend_sched_set_eval_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true, callback: true },
+    wsp_ggml_backend_sched_set_eval_callback: { name: "wsp_ggml_backend_sched_set_eval_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
     wsp_ggml_backend_graph_copy: { name: "wsp_shim_ggml_backend_graph_copy", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
     wsp_ggml_backend_graph_copy_free: { name: "wsp_shim_ggml_backend_graph_copy_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_compare_graph_backend: { name: "wsp_ggml_backend_compare_graph_backend", parameters: ["usize", "usize", "usize", "usize", "usize", "usize"], result: "bool", optional: true, callback: true },
+    wsp_ggml_backend_compare_graph_backend: { name: "wsp_ggml_backend_compare_graph_backend", parameters: ["usize", "usize", "usize", "usize", "usize", "usize"], result: "bool", optional: true },
     wsp_ggml_backend_tensor_alloc: { name: "wsp_ggml_backend_tensor_alloc", parameters: ["usize", "usize", "usize"], result: "i32", optional: true },
     wsp_ggml_backend_view_init: { name: "wsp_ggml_backend_view_init", parameters: ["usize"], result: "i32", optional: true },
     wsp_ggml_backend_cpu_buffer_from_ptr: { name: "wsp_ggml_backend_cpu_buffer_from_ptr", parameters: ["usize", "usize"], result: "usize", optional: true },
@@ -5430,9 +5430,9 @@ export const denoSymbols = {
     wsp_ggml_opt_prepare_alloc: { name: "wsp_ggml_opt_prepare_alloc", parameters: ["usize", "usize", "usize", "usize", "usize"], result: "void", optional: true },
     wsp_ggml_opt_alloc: { name: "wsp_ggml_opt_alloc", parameters: ["usize", "bool"], result: "void", optional: true },
     wsp_ggml_opt_eval: { name: "wsp_ggml_opt_eval", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_epoch: { name: "wsp_ggml_opt_epoch", parameters: ["usize", "usize", "usize", "usize", "i64", "usize", "usize"], result: "void", optional: true, callback: true },
+    wsp_ggml_opt_epoch: { name: "wsp_ggml_opt_epoch", parameters: ["usize", "usize", "usize", "usize", "i64", "usize", "usize"], result: "void", optional: true },
     wsp_ggml_opt_epoch_callback_progress_bar: { name: "wsp_ggml_opt_epoch_callback_progress_bar", parameters: ["bool", "usize", "usize", "usize", "i64", "i64", "i64"], result: "void", optional: true },
-    wsp_ggml_opt_fit: { name: "wsp_ggml_opt_fit", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "i32", "usize", "i64", "i64", "f32", "bool"], result: "void", optional: true, callback: true },
+    wsp_ggml_opt_fit: { name: "wsp_ggml_opt_fit", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "i32", "usize", "i64", "i64", "f32", "bool"], result: "void", optional: true },
     "wsp_ggml_opt_fit$nonblocking": { name: "wsp_ggml_opt_fit", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "i32", "usize", "i64", "i64", "f32", "bool"], result: "void", optional: true, nonblocking: true },
     wsp_gguf_init_empty: { name: "wsp_gguf_init_empty", parameters: [], result: "usize", optional: true },
     wsp_gguf_init_from_file: { name: "wsp_shim_gguf_init_from_file", parameters: ["usize", "usize"], result: "usize", optional: true },
@@ -5550,7 +5550,7 @@ export const denoSymbols = {
     wsp_ggml_backend_is_cpu: { name: "wsp_ggml_backend_is_cpu", parameters: ["usize"], result: "bool", optional: true },
     wsp_ggml_backend_cpu_set_n_threads: { name: "wsp_ggml_backend_cpu_set_n_threads", parameters: ["usize", "i32"], result: "void", optional: true },
     wsp_ggml_backend_cpu_set_threadpool: { name: "wsp_ggml_backend_cpu_set_threadpool", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_cpu_set_abort_callback: { name: "wsp_ggml_backend_cpu_set_abort_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true, callback: true },
+    wsp_ggml_backend_cpu_set_abort_callback: { name: "wsp_ggml_backend_cpu_set_abort_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
     wsp_ggml_backend_cpu_reg: { name: "wsp_ggml_backend_cpu_reg", parameters: [], result: "usize", optional: true },
     wsp_ggml_cpu_fp32_to_fp32: { name: "wsp_ggml_cpu_fp32_to_fp32", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
     wsp_ggml_cpu_fp32_to_i32: { name: "wsp_ggml_cpu_fp32_to_i32", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
@@ -5562,7 +5562,7 @@ export const denoSymbols = {
   metal: {
     wsp_ggml_backend_metal_init: { name: "wsp_ggml_backend_metal_init", parameters: [], result: "usize", optional: true },
     wsp_ggml_backend_is_metal: { name: "wsp_ggml_backend_is_metal", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_backend_metal_set_abort_callback: { name: "wsp_ggml_backend_metal_set_abort_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true, callback: true },
+    wsp_ggml_backend_metal_set_abort_callback: { name: "wsp_ggml_backend_metal_set_abort_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
     wsp_ggml_backend_metal_supports_family: { name: "wsp_ggml_backend_metal_supports_family", parameters: ["usize", "i32"], result: "bool", optional: true },
     wsp_ggml_backend_metal_capture_next_compute: { name: "wsp_ggml_backend_metal_capture_next_compute", parameters: ["usize"], result: "void", optional: true },
     wsp_ggml_backend_metal_reg: { name: "wsp_ggml_backend_metal_reg", parameters: [], result: "usize", optional: true },

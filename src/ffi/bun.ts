@@ -24,8 +24,13 @@ export function bunSymbol(def: FunctionDef): FFIFunction & { args: FFIType[]; re
   return { args: def.args.map(bunType), returns: bunType(def.result) };
 }
 
-function bind(path: string, defs: Record<string, FFIFunction>) {
-  return dlopen(path, defs);
+interface BoundLibrary {
+  readonly symbols: Record<string, (...a: unknown[]) => unknown>;
+  close(): void;
+}
+
+function bind(path: string, defs: Record<string, FFIFunction>): BoundLibrary {
+  return dlopen(path, defs) as unknown as BoundLibrary;
 }
 
 function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {
@@ -34,7 +39,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
     if (def.defined === false) continue;
     defs[symbolOf(name, def)] = bunSymbol(def);
   }
-  let libs: { symbols: Record<string, (...a: unknown[]) => unknown>; close(): void }[];
+  let libs: BoundLibrary[];
   try {
     libs = [bind(path, defs)];
   } catch {
@@ -80,7 +85,10 @@ export const adapter: FfiAdapter = {
     if (ptr === 0) throw new TypeError("NULL pointer dereference");
     return toArrayBuffer(ptr as BunPointer, 0, byteLength);
   },
-  addressOf: (buffer) => toPointer(addressOfBuffer(buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : buffer)),
+  addressOf: (buffer) =>
+    toPointer(addressOfBuffer(
+      buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength),
+    )),
   readCString: (ptr) => (ptr === 0 ? null : new CString(ptr as BunPointer).toString()),
   readPointer: (ptr, offset = 0) => toPointer(read.ptr(ptr as BunPointer, offset)),
   callback: (signature, fn, options = {}) => {

@@ -8,7 +8,7 @@
  * @module
  */
 import { DENO_TYPES } from "./native_types.ts";
-import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
+import { isInt64, isPointer, missing, missingReason, symbolOf, toInt64, toPointer } from "./common.ts";
 import type {
   CallbackOptions,
   FfiAdapter,
@@ -38,14 +38,13 @@ export function denoSymbol(
     optional: true,
   };
   if (nonblocking) out.nonblocking = true;
-  else if (def.callback) out.callback = true;
   return out;
 }
 
 const ASYNC = "$nonblocking";
 
 function pointerObject(ptr: Pointer): Deno.PointerObject {
-  const p = Deno.UnsafePointer.create(ptr);
+  const p = Deno.UnsafePointer.create(BigInt(ptr));
   if (p === null) throw new TypeError("NULL pointer dereference");
   return p;
 }
@@ -69,13 +68,12 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
       continue;
     }
     bound.add(name);
-    symbols[name] = isPointer(def.result) ? (...a: unknown[]) => toPointer(f(...a) as number | bigint) : f;
+    // Deno returns every i64 (and sometimes a usize) as a bigint: normalise
+    // to the API's conventions (see types.ts).
+    const norm = isPointer(def.result) ? toPointer : isInt64(def.result) ? toInt64 : undefined;
+    symbols[name] = norm ? (...a: unknown[]) => norm(f(...a) as number | bigint) : f;
     const g = raw[name + ASYNC];
-    if (g) {
-      async[name] = isPointer(def.result)
-        ? async (...a: unknown[]) => toPointer(await (g(...a) as Promise<number | bigint>))
-        : g;
-    }
+    if (g) async[name] = norm ? async (...a: unknown[]) => norm(await (g(...a) as Promise<number | bigint>)) : g;
   }
   return {
     symbols: symbols as NativeLibrary<T>["symbols"],

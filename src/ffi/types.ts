@@ -57,8 +57,6 @@ export interface FunctionDef extends FfiSignature {
   readonly symbol?: string;
   /** `false` when the headers declare the function but no source defines it. */
   readonly defined?: boolean;
-  /** The call may synchronously run a JS callback (Deno needs to know). */
-  readonly callback?: boolean;
   /** Offer a non-blocking variant where the runtime has one. */
   readonly nonblocking?: boolean;
 }
@@ -80,15 +78,14 @@ export type JsResult<T extends FfiType> = T extends "pointer" | "function" ? Poi
   : T extends "void" ? void
   : number;
 
+/** The JS argument list of a parameter type list. */
+export type JsArgs<A extends readonly FfiType[]> = { -readonly [I in keyof A]: JsArg<A[I]> };
+
 /** The JS function type of a native function described by `D`. */
-export type JsFunction<D extends FfiSignature> = (
-  ...args: { -readonly [I in keyof D["args"]]: JsArg<D["args"][I]> }
-) => JsResult<D["result"]>;
+export type JsFunction<D extends FfiSignature> = (...args: JsArgs<D["args"]>) => JsResult<D["result"]>;
 
 /** The JS function type of the non-blocking variant of `D`. */
-export type JsAsyncFunction<D extends FfiSignature> = (
-  ...args: { -readonly [I in keyof D["args"]]: JsArg<D["args"][I]> }
-) => Promise<JsResult<D["result"]>>;
+export type JsAsyncFunction<D extends FfiSignature> = (...args: JsArgs<D["args"]>) => Promise<JsResult<D["result"]>>;
 
 /** A loaded native library: one callable per table entry. */
 export interface NativeLibrary<T extends FunctionTable> {
