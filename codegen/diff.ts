@@ -13,7 +13,7 @@ export interface ApiDiff {
   readonly added: readonly FunctionIR[];
   /** Functions only in the old headers. */
   readonly removed: readonly FunctionIR[];
-  /** Functions whose C prototype differs. */
+  /** Functions whose result or parameter types differ. */
   readonly changed: readonly { readonly before: FunctionIR; readonly after: FunctionIR }[];
 }
 
@@ -25,7 +25,8 @@ function byName(ir: ApiIR): Map<string, FunctionIR> {
 /** Compares the functions of two IRs. */
 export function apiDiff(before: ApiIR, after: ApiIR): ApiDiff {
   const a = byName(before), b = byName(after);
-  const sig = (f: FunctionIR) => prototype(f).replace(/\s+/g, " ");
+  // Types only: a renamed parameter is not an API change.
+  const sig = (f: FunctionIR) => [f.result.c, ...f.params.map((p) => p.c)].join(", ").replace(/\s+/g, " ");
   return {
     added: [...b.values()].filter((f) => !a.has(f.name)),
     removed: [...a.values()].filter((f) => !b.has(f.name)),

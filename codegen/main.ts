@@ -150,7 +150,8 @@ async function main(args: string[]): Promise<number> {
   const files = generate(irs);
   console.log(`codegen: ${coverage(irs[0])}`);
   console.log(`codegen: ${irs.length} targets agree (${irs.map((i) => i.target).join(", ")})`);
-  console.log(`codegen: ${checkExports(irs[0])}`);
+  // The built libraries come from vendor/ggml: other headers are not checked against them.
+  console.log(`codegen: ${headersAt >= 0 ? "exports: not checked (--headers)" : checkExports(irs[0])}`);
   if (args.includes("--check")) {
     const stale: string[] = [];
     for (const [path, text] of files) {

@@ -366,6 +366,9 @@ class Parser {
         case CursorKind.MacroDefinition: {
           if (c.isMacroFunctionLike) break;
           const [name, ...body] = c.tokens;
+          // Only the library's own namespace: headers may also set platform
+          // macros (0.7's ggml.h defines _WIN32_WINNT on Windows).
+          if (!name.startsWith("WSP_")) break;
           const value = evaluateMacro(body, this.constants);
           if (value) this.constants.push({ name, header: header.file, value });
           break;
