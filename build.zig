@@ -1,0 +1,364 @@
+//! Builds wsp_ggml (whisper.rn's copy of ggml) as shared libraries.
+//!
+//!   zig build                 host: base library + every CPU variant of the host arch → zig-out/lib/
+//!   zig build -Dcpu=native    host: base library + one CPU backend tuned for this machine
+//!   zig build dist            every release target → zig-out/dist/<target>/
+//!   zig build test            builds and runs the C smoke test natively
+//!   zig build smoke-dist      smoke binaries for every target → zig-out/smoke/<target>/ (for qemu / wine)
+//!
+//! Layout of one target folder:
+//!   libwsp-ggml.so | libwsp-ggml.dylib | wsp-ggml.dll     ggml core, alloc, backend registry, gguf, opt
+//!   libggml-cpu-<variant>.so | ggml-cpu-<variant>.dll      one CPU backend per instruction-set level
+//!
+//! The CPU backend is built in several variants and picked at load time by ggml's own
+//! dynamic-backend mechanism (WSP_GGML_BACKEND_DL): every variant exports
+//! `wsp_ggml_backend_score`, which returns 0 when the CPU lacks a feature the variant was
+//! compiled with, and the loader keeps the highest score.
+//!
+//! Run `node scripts/vendor.mjs` first: it lays the pinned sources out under vendor/ggml/.
+const std = @import("std");
+
+const vendor = "vendor/ggml";
+
+/// Release targets of `zig build dist`: folder name → zig target triple.
+/// Linux glibc builds keep a glibc 2.17 floor so they load on old distributions.
+const dist_targets = [_]struct { name: []const u8, triple: []const u8 }{
+    .{ .name = "linux-x64", .triple = "x86_64-linux-gnu.2.17" },
+    .{ .name = "linux-arm64", .triple = "aarch64-linux-gnu.2.17" },
+    .{ .name = "linux-x64-musl", .triple = "x86_64-linux-musl" },
+    .{ .name = "linux-arm64-musl", .triple = "aarch64-linux-musl" },
+    .{ .name = "darwin-x64", .triple = "x86_64-macos.11.0" },
+    .{ .name = "darwin-arm64", .triple = "aarch64-macos.11.0" },
+    .{ .name = "win32-x64", .triple = "x86_64-windows-gnu" },
+};
+
+/// A CPU backend variant: the zig CPU model (with features) it is compiled for, and the
+/// WSP_GGML_* macros that make its `wsp_ggml_backend_score` demand those features at run time.
+const Variant = struct {
+    name: []const u8,
+    cpu: []const u8,
+    features: []const []const u8,
+};
+
+// x86-64: the levels ggml upstream ships with GGML_CPU_ALL_VARIANTS (less AMX, which
+// needs sapphirerapids-class CPUs and doubles the build time for a server-only path).
+const x86_variants = [_]Variant{
+    .{ .name = "x64", .cpu = "x86_64", .features = &.{} },
+    .{ .name = "sse42", .cpu = "x86_64_v2", .features = &.{"SSE42"} },
+    .{ .name = "sandybridge", .cpu = "x86_64_v2+avx", .features = &.{ "SSE42", "AVX" } },
+    .{ .name = "haswell", .cpu = "x86_64_v3", .features = &.{ "SSE42", "AVX", "F16C", "AVX2", "BMI2", "FMA" } },
+    .{ .name = "alderlake", .cpu = "x86_64_v3+avxvnni", .features = &.{ "SSE42", "AVX", "F16C", "AVX2", "BMI2", "FMA", "AVX_VNNI" } },
+    .{ .name = "skylakex", .cpu = "x86_64_v4", .features = &.{ "SSE42", "AVX", "F16C", "AVX2", "BMI2", "FMA", "AVX512" } },
+    .{ .name = "icelake", .cpu = "x86_64_v4+avx512vbmi+avx512vnni", .features = &.{ "SSE42", "AVX", "F16C", "AVX2", "BMI2", "FMA", "AVX512", "AVX512_VBMI", "AVX512_VNNI" } },
+};
+
+// arm64 Linux: ARMv8.0 baseline, + dotprod/fp16 (ARMv8.2, e.g. Cortex-A76, Graviton2),
+// + i8mm (ARMv8.6, e.g. Graviton3, Ampere One).
+const arm_linux_variants = [_]Variant{
+    .{ .name = "armv8.0", .cpu = "generic", .features = &.{} },
+    .{ .name = "armv8.2", .cpu = "generic+dotprod+fullfp16", .features = &.{ "USE_DOTPROD", "USE_FP16_VECTOR_ARITHMETIC" } },
+    .{ .name = "armv8.6", .cpu = "generic+dotprod+fullfp16+i8mm", .features = &.{ "USE_DOTPROD", "USE_FP16_VECTOR_ARITHMETIC", "USE_MATMUL_INT8" } },
+};
+
+// Apple silicon: M1 has dotprod and fp16; M2 and later add i8mm.
+const arm_apple_variants = [_]Variant{
+    .{ .name = "apple_m1", .cpu = "apple_m1", .features = &.{ "USE_DOTPROD", "USE_FP16_VECTOR_ARITHMETIC" } },
+    .{ .name = "apple_m2", .cpu = "apple_m2", .features = &.{ "USE_DOTPROD", "USE_FP16_VECTOR_ARITHMETIC", "USE_MATMUL_INT8" } },
+};
+
+const base_sources = [_][]const u8{
+    "ggml.c",               "ggml-alloc.c",    "ggml-quants.c",
+    "ggml-backend.cpp",     "ggml-backend-reg.cpp",
+    "ggml-threading.cpp",   "gguf.cpp",        "ggml-opt.cpp",
+};
+
+const cpu_sources = [_][]const u8{
+    "ggml-cpu/ggml-cpu.c",    "ggml-cpu/ggml-cpu.cpp", "ggml-cpu/binary-ops.cpp",
+    "ggml-cpu/unary-ops.cpp", "ggml-cpu/ops.cpp",      "ggml-cpu/vec.cpp",
+    "ggml-cpu/quants.c",      "ggml-cpu/repack.cpp",   "ggml-cpu/traits.cpp",
+    "ggml-cpu/amx/amx.cpp",   "ggml-cpu/amx/mmq.cpp",
+};
+
+const metal_sources = [_][]const u8{
+    "ggml-metal/ggml-metal.cpp",        "ggml-metal/ggml-metal-common.cpp",
+    "ggml-metal/ggml-metal-device.cpp", "ggml-metal/ggml-metal-ops.cpp",
+};
+const metal_objc_sources = [_][]const u8{
+    "ggml-metal/ggml-metal-device.m", "ggml-metal/ggml-metal-context.m",
+};
+
+/// Generated by codegen (`deno task codegen`): pointer wrappers for by-value structs and
+/// layout probes. Compiled in when present, so the native build works before codegen runs.
+const base_shim = "native/shim/base.gen.c";
+const cpu_shim = "native/shim/cpu.gen.c";
+
+// -fno-sanitize=undefined: Debug/ReleaseSafe C code would otherwise trap (SIGILL) on the
+// UB that ggml relies on. ggml's WSP_GGML_ASSERT checks stay on in every mode (they do not
+// depend on NDEBUG); NDEBUG only drops the plain assert()s in hot loops, as upstream's
+// release builds do.
+const common_c_flags = [_][]const u8{ "-std=c11", "-fno-sanitize=undefined", "-fno-strict-aliasing" };
+const common_cxx_flags = [_][]const u8{ "-std=c++17", "-fno-sanitize=undefined", "-fno-strict-aliasing" };
+
+const Options = struct {
+    optimize: std.builtin.OptimizeMode,
+    macos_sdk: ?[]const u8,
+    metal_shaders: ?[]const u8,
+};
+
+pub fn build(b: *std.Build) !void {
+    try checkZigVersion(b);
+    const target = b.standardTargetOptions(.{});
+    const opts = Options{
+        .optimize = b.option(std.builtin.OptimizeMode, "optimize", "Optimization mode (default ReleaseFast)") orelse .ReleaseFast,
+        .macos_sdk = b.option([]const u8, "macos-sdk", "Path to a macOS SDK: enables the Metal backend for macOS targets"),
+        .metal_shaders = b.option([]const u8, "metal-shaders", "Path to ggml-metal.metal (macOS shader source) to embed in the Metal backend"),
+    };
+    if (!pathExists(b, vendor ++ "/ggml.h")) {
+        std.debug.print("error: {s}/ is missing: run `node scripts/vendor.mjs` (after `npm ci`) first\n", .{vendor});
+        return error.VendorTreeMissing;
+    }
+
+    // Host build: a native -Dcpu gives one tuned CPU backend, otherwise every variant.
+    const host_dir: std.Build.InstallDir = .lib;
+    const native_cpu = target.query.cpu_model == .native;
+    const host = try addTarget(b, target, host_dir, opts, native_cpu);
+    for (host.steps.items) |s| b.getInstallStep().dependOn(s);
+
+    // zig build test: the smoke program against the host libraries.
+    const smoke = addSmoke(b, target, host.base, opts.optimize);
+    const smoke_install = b.addInstallArtifact(smoke, .{ .dest_dir = .{ .override = host_dir } });
+    const run_smoke = b.addSystemCommand(&.{b.getInstallPath(host_dir, smoke.out_filename)});
+    run_smoke.addArg(b.getInstallPath(host_dir, ""));
+    run_smoke.step.dependOn(&smoke_install.step);
+    run_smoke.step.dependOn(b.getInstallStep());
+    run_smoke.expectExitCode(0);
+    b.step("test", "Build and run the C smoke test on the host").dependOn(&run_smoke.step);
+
+    // zig build dist / smoke-dist: every release target, cross-compiled from this machine.
+    const dist = b.step("dist", "Cross-compile every release target into zig-out/dist/<target>/");
+    const smoke_dist = b.step("smoke-dist", "Smoke binaries of every target into zig-out/smoke/<target>/");
+    for (dist_targets) |t| {
+        const resolved = b.resolveTargetQuery(try std.Target.Query.parse(.{ .arch_os_abi = t.triple }));
+        const dir: std.Build.InstallDir = .{ .custom = b.fmt("dist/{s}", .{t.name}) };
+        const built = try addTarget(b, resolved, dir, opts, false);
+        for (built.steps.items) |s| dist.dependOn(s);
+
+        const exe = addSmoke(b, resolved, built.base, opts.optimize);
+        // The smoke binary looks for the libraries in ../../dist/<target>/ by rpath.
+        if (resolved.result.os.tag == .linux) exe.root_module.addRPathSpecial(b.fmt("$ORIGIN/../../dist/{s}", .{t.name}));
+        const inst = b.addInstallArtifact(exe, .{ .dest_dir = .{ .override = .{ .custom = b.fmt("smoke/{s}", .{t.name}) } }, .pdb_dir = .disabled });
+        smoke_dist.dependOn(&inst.step);
+        for (built.steps.items) |s| smoke_dist.dependOn(s);
+    }
+}
+
+const Built = struct { base: *std.Build.Step.Compile, steps: std.ArrayList(*std.Build.Step) };
+
+/// Adds the base library and the CPU backend variants (and Metal where possible) of one target.
+fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.InstallDir, opts: Options, native_cpu: bool) !Built {
+    var steps: std.ArrayList(*std.Build.Step) = .empty;
+    const os = target.result.os.tag;
+    const arch = target.result.cpu.arch;
+
+    // The base library is compiled for the architecture's baseline CPU: it holds no hot
+    // loops, and it must load on every CPU the variants cover.
+    const base_target = if (native_cpu) target else try withCpu(b, target, baselineCpu(target.result));
+    const base_mod = b.createModule(.{ .target = base_target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .link_libcpp = true });
+    addCommon(b, base_mod, os);
+    // whisper.rn's flattened ggml-quants.c includes "ggml-cpu-impl.h" for its SIMD macros.
+    base_mod.addIncludePath(b.path(vendor ++ "/ggml-cpu"));
+    base_mod.addCMacro("WSP_GGML_BUILD", "1");
+    base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cFiles(&base_sources), .flags = &common_c_flags });
+    base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&base_sources), .flags = &common_cxx_flags });
+    if (pathExists(b, base_shim)) base_mod.addCSourceFile(.{ .file = b.path(base_shim), .flags = &common_c_flags });
+    const base = b.addLibrary(.{ .linkage = .dynamic, .name = "wsp-ggml", .root_module = base_mod });
+    try steps.append(b.allocator, install(b, base, dir, null));
+
+    const variants: []const Variant = if (native_cpu)
+        &.{.{ .name = "native", .cpu = "native", .features = &.{} }}
+    else switch (arch) {
+        .x86_64 => &x86_variants,
+        .aarch64 => if (os == .macos) &arm_apple_variants else &arm_linux_variants,
+        else => {
+            std.debug.print("error: no CPU variants for {s}: only x86_64 and aarch64 code is vendored\n", .{@tagName(arch)});
+            return error.UnsupportedArch;
+        },
+    };
+    for (variants) |v| {
+        const vt = if (native_cpu) target else try withCpu(b, target, v.cpu);
+        const mod = b.createModule(.{ .target = vt, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .link_libcpp = true });
+        addCommon(b, mod, os);
+        mod.addIncludePath(b.path(vendor ++ "/ggml-cpu"));
+        mod.addCMacro("WSP_GGML_USE_CPU_REPACK", "1");
+        for (v.features) |f| mod.addCMacro(b.fmt("WSP_GGML_{s}", .{f}), "1");
+        mod.addCMacro("WSP_GGML_CPU_VARIANT_NAME", b.fmt("\"{s}\"", .{v.name}));
+        const arch_dir = if (arch == .x86_64) "ggml-cpu/arch/x86" else "ggml-cpu/arch/arm";
+        const arch_files = [_][]const u8{ b.fmt("{s}/quants.c", .{arch_dir}), b.fmt("{s}/cpu-feats.cpp", .{arch_dir}), b.fmt("{s}/repack.cpp", .{arch_dir}) };
+        mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cFiles(&cpu_sources), .flags = &common_c_flags });
+        mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&cpu_sources), .flags = &common_cxx_flags });
+        mod.addCSourceFiles(.{ .root = b.path(vendor), .files = b.allocator.dupe([]const u8, cFiles(&arch_files)) catch @panic("OOM"), .flags = &common_c_flags });
+        mod.addCSourceFiles(.{ .root = b.path(vendor), .files = b.allocator.dupe([]const u8, cxxFiles(&arch_files)) catch @panic("OOM"), .flags = &common_cxx_flags });
+        mod.addCSourceFile(.{ .file = b.path("native/cpu-variant.c"), .flags = &common_c_flags });
+        if (pathExists(b, cpu_shim)) mod.addCSourceFile(.{ .file = b.path(cpu_shim), .flags = &common_c_flags });
+        mod.linkLibrary(base);
+        addLoaderRPath(mod, os);
+        const lib = b.addLibrary(.{ .linkage = .dynamic, .name = b.fmt("ggml-cpu-{s}", .{v.name}), .root_module = mod });
+        try steps.append(b.allocator, install(b, lib, dir, backendFileName(b, os, b.fmt("cpu-{s}", .{v.name}))));
+    }
+
+    if (os == .macos) {
+        if (try addMetal(b, target, base, opts)) |metal| try steps.append(b.allocator, install(b, metal, dir, backendFileName(b, os, "metal")));
+    }
+    return .{ .base = base, .steps = steps };
+}
+
+/// The Metal backend, when an SDK is given. The vendored tree has no macOS shader source
+/// (whisper.rn deletes ggml-metal.metal and ships iOS metallibs only), so a library built
+/// without -Dmetal-shaders would fail at run time: the build refuses instead.
+fn addMetal(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.Step.Compile, opts: Options) !?*std.Build.Step.Compile {
+    const sdk = opts.macos_sdk orelse {
+        if (b.verbose) std.debug.print("note: {s}: Metal backend skipped (no -Dmacos-sdk); CPU backend only\n", .{@tagName(target.result.cpu.arch)});
+        return null;
+    };
+    const shaders = opts.metal_shaders orelse {
+        std.debug.print(
+            \\error: the Metal backend needs its shader source for macOS, which whisper.rn 0.5.1 does not ship
+            \\  (it deletes ggml-metal.metal and only carries iOS metallibs, ggml-whisper.metallib / -sim).
+            \\  Pass -Dmetal-shaders=PATH/ggml-metal.metal (from whisper.cpp 85871a9, together with the
+            \\  ggml-common.h / ggml-metal-impl.h it includes) to embed it, or drop -Dmacos-sdk for a CPU-only build.
+            \\
+        , .{});
+        return error.MetalShadersMissing;
+    };
+    const mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .link_libcpp = true });
+    addCommon(b, mod, .macos);
+    mod.addSystemIncludePath(.{ .cwd_relative = b.pathJoin(&.{ sdk, "usr/include" }) });
+    mod.addFrameworkPath(.{ .cwd_relative = b.pathJoin(&.{ sdk, "System/Library/Frameworks" }) });
+    mod.addLibraryPath(.{ .cwd_relative = b.pathJoin(&.{ sdk, "usr/lib" }) });
+    mod.addIncludePath(b.path(vendor ++ "/ggml-metal"));
+    mod.addCMacro("WSP_GGML_METAL_EMBED_LIBRARY", "1");
+    mod.addCSourceFiles(.{ .root = b.path(vendor), .files = &metal_sources, .flags = &common_cxx_flags });
+    mod.addCSourceFiles(.{ .root = b.path(vendor), .files = &metal_objc_sources, .flags = &.{ "-fobjc-arc", "-fno-sanitize=undefined" } });
+    // Embeds the shader source as wsp_ggml_metallib_start/_end, as upstream's GGML_METAL_EMBED_LIBRARY does.
+    const wf = b.addWriteFiles();
+    const asm_file = wf.add("ggml-metal-embed.s", b.fmt(
+        \\.section __DATA,__ggml_metallib
+        \\.globl _wsp_ggml_metallib_start
+        \\_wsp_ggml_metallib_start:
+        \\.incbin "{s}"
+        \\.globl _wsp_ggml_metallib_end
+        \\_wsp_ggml_metallib_end:
+        \\
+    , .{shaders}));
+    mod.addAssemblyFile(asm_file);
+    for ([_][]const u8{ "Foundation", "Metal", "MetalKit" }) |fw| mod.linkFramework(fw, .{});
+    mod.linkLibrary(base);
+    addLoaderRPath(mod, .macos);
+    return b.addLibrary(.{ .linkage = .dynamic, .name = "ggml-metal", .root_module = mod });
+}
+
+fn addSmoke(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.Step.Compile, optimize: std.builtin.OptimizeMode) *std.Build.Step.Compile {
+    const mod = b.createModule(.{ .target = target, .optimize = optimize, .strip = optimize != .Debug, .link_libc = true });
+    mod.addIncludePath(b.path(vendor));
+    mod.addCSourceFile(.{ .file = b.path("native/smoke/smoke.c"), .flags = &common_c_flags });
+    mod.linkLibrary(base);
+    addLoaderRPath(mod, target.result.os.tag);
+    if (target.result.os.tag == .linux) mod.linkSystemLibrary("dl", .{});
+    return b.addExecutable(.{ .name = "wsp-ggml-smoke", .root_module = mod });
+}
+
+fn addCommon(b: *std.Build, mod: *std.Build.Module, os: std.Target.Os.Tag) void {
+    mod.addIncludePath(b.path(vendor));
+    mod.addCMacro("NDEBUG", "1");
+    mod.addCMacro("WSP_GGML_SHARED", "1");
+    mod.addCMacro("WSP_GGML_BACKEND_SHARED", "1");
+    mod.addCMacro("WSP_GGML_BACKEND_BUILD", "1");
+    mod.addCMacro("WSP_GGML_BACKEND_DL", "1");
+    mod.addCMacro("WSP_GGML_VERSION", "\"whisper.rn-0.5.1\"");
+    mod.addCMacro("WSP_GGML_COMMIT", "\"85871a9\"");
+    switch (os) {
+        .linux => {
+            mod.addCMacro("_GNU_SOURCE", "1");
+        },
+        .macos => {
+            mod.addCMacro("_DARWIN_C_SOURCE", "1");
+        },
+        else => {},
+    }
+}
+
+/// Variants find the base library beside themselves.
+fn addLoaderRPath(mod: *std.Build.Module, os: std.Target.Os.Tag) void {
+    switch (os) {
+        .linux => mod.addRPathSpecial("$ORIGIN"),
+        .macos => mod.addRPathSpecial("@loader_path"),
+        else => {},
+    }
+}
+
+fn install(b: *std.Build, lib: *std.Build.Step.Compile, dir: std.Build.InstallDir, name: ?[]const u8) *std.Build.Step {
+    const inst = b.addInstallArtifact(lib, .{
+        .dest_dir = .{ .override = dir },
+        .implib_dir = .disabled,
+        .pdb_dir = .disabled,
+        .h_dir = .disabled,
+        .dylib_symlinks = false,
+        .dest_sub_path = name,
+    });
+    return &inst.step;
+}
+
+/// ggml's loader looks for `libggml-<name>.so` (also on macOS) and `ggml-<name>.dll`.
+fn backendFileName(b: *std.Build, os: std.Target.Os.Tag, name: []const u8) []const u8 {
+    return if (os == .windows) b.fmt("ggml-{s}.dll", .{name}) else b.fmt("libggml-{s}.so", .{name});
+}
+
+fn baselineCpu(t: std.Target) []const u8 {
+    return switch (t.cpu.arch) {
+        .x86_64 => "x86_64",
+        .aarch64 => if (t.os.tag == .macos) "apple_m1" else "generic",
+        else => "baseline",
+    };
+}
+
+/// The same target with another CPU model and feature set ("model+feat+feat").
+fn withCpu(b: *std.Build, target: std.Build.ResolvedTarget, cpu: []const u8) !std.Build.ResolvedTarget {
+    const parsed = try std.Target.Query.parse(.{ .arch_os_abi = b.fmt("{s}-freestanding", .{@tagName(target.result.cpu.arch)}), .cpu_features = cpu });
+    var q = target.query;
+    q.cpu_arch = target.result.cpu.arch;
+    q.cpu_model = parsed.cpu_model;
+    q.cpu_features_add = parsed.cpu_features_add;
+    q.cpu_features_sub = parsed.cpu_features_sub;
+    return b.resolveTargetQuery(q);
+}
+
+fn cFiles(files: []const []const u8) []const []const u8 {
+    return filterExt(files, ".c");
+}
+fn cxxFiles(files: []const []const u8) []const []const u8 {
+    return filterExt(files, ".cpp");
+}
+fn filterExt(files: []const []const u8, ext: []const u8) []const []const u8 {
+    var out = std.heap.page_allocator.alloc([]const u8, files.len) catch @panic("OOM");
+    var n: usize = 0;
+    for (files) |f| if (std.mem.endsWith(u8, f, ext)) {
+        out[n] = f;
+        n += 1;
+    };
+    return out[0..n];
+}
+
+fn pathExists(b: *std.Build, rel: []const u8) bool {
+    b.build_root.handle.access(rel, .{}) catch return false;
+    return true;
+}
+
+fn checkZigVersion(b: *std.Build) !void {
+    _ = b;
+    const want = std.SemanticVersion.parse("0.15.2") catch unreachable;
+    const have = @import("builtin").zig_version;
+    if (have.order(want) != .eq) {
+        std.debug.print("error: this project builds with zig {f} exactly, this is zig {f}: run `node scripts/zig.mjs build …` (it installs the pinned zig)\n", .{ want, have });
+        return error.WrongZigVersion;
+    }
+}
