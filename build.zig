@@ -103,6 +103,8 @@ const Options = struct {
     optimize: std.builtin.OptimizeMode,
     macos_sdk: ?[]const u8,
     metal_shaders: ?[]const u8,
+    /// Comma-separated subset of the CPU variants to build (default: all of the arch).
+    variants: ?[]const u8,
 };
 
 pub fn build(b: *std.Build) !void {
@@ -112,6 +114,7 @@ pub fn build(b: *std.Build) !void {
         .optimize = b.option(std.builtin.OptimizeMode, "optimize", "Optimization mode (default ReleaseFast)") orelse .ReleaseFast,
         .macos_sdk = b.option([]const u8, "macos-sdk", "Path to a macOS SDK: enables the Metal backend for macOS targets"),
         .metal_shaders = b.option([]const u8, "metal-shaders", "Path to ggml-metal.metal (macOS shader source) to embed in the Metal backend"),
+        .variants = b.option([]const u8, "variants", "Comma-separated CPU variants to build, e.g. x64,haswell (default: all)"),
     };
     if (!pathExists(b, vendor ++ "/ggml.h")) {
         std.debug.print("error: {s}/ is missing: run `node scripts/vendor.mjs` (after `npm ci`) first\n", .{vendor});
@@ -171,6 +174,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cFiles(&base_sources), .flags = &common_c_flags });
     base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&base_sources), .flags = &common_cxx_flags });
     if (pathExists(b, base_shim)) base_mod.addCSourceFile(.{ .file = b.path(base_shim), .flags = &common_c_flags });
+    base_mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
     const base = b.addLibrary(.{ .linkage = .dynamic, .name = "wsp-ggml", .root_module = base_mod });
     try steps.append(b.allocator, install(b, base, dir, null));
 
@@ -185,6 +189,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
         },
     };
     for (variants) |v| {
+        if (opts.variants) |only| if (!listHas(only, v.name)) continue;
         const vt = if (native_cpu) target else try withCpu(b, target, v.cpu);
         const mod = b.createModule(.{ .target = vt, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .link_libcpp = true });
         addCommon(b, mod, os);
@@ -199,6 +204,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
         mod.addCSourceFiles(.{ .root = b.path(vendor), .files = b.allocator.dupe([]const u8, cFiles(&arch_files)) catch @panic("OOM"), .flags = &common_c_flags });
         mod.addCSourceFiles(.{ .root = b.path(vendor), .files = b.allocator.dupe([]const u8, cxxFiles(&arch_files)) catch @panic("OOM"), .flags = &common_cxx_flags });
         mod.addCSourceFile(.{ .file = b.path("native/cpu-variant.c"), .flags = &common_c_flags });
+        mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
         if (pathExists(b, cpu_shim)) mod.addCSourceFile(.{ .file = b.path(cpu_shim), .flags = &common_c_flags });
         mod.linkLibrary(base);
         addLoaderRPath(mod, os);
@@ -252,6 +258,7 @@ fn addMetal(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.St
     , .{shaders}));
     mod.addAssemblyFile(asm_file);
     for ([_][]const u8{ "Foundation", "Metal", "MetalKit" }) |fw| mod.linkFramework(fw, .{});
+    mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
     mod.linkLibrary(base);
     addLoaderRPath(mod, .macos);
     return b.addLibrary(.{ .linkage = .dynamic, .name = "ggml-metal", .root_module = mod });
@@ -346,6 +353,12 @@ fn filterExt(files: []const []const u8, ext: []const u8) []const []const u8 {
         n += 1;
     };
     return out[0..n];
+}
+
+fn listHas(list: []const u8, name: []const u8) bool {
+    var it = std.mem.splitScalar(u8, list, ',');
+    while (it.next()) |item| if (std.mem.eql(u8, std.mem.trim(u8, item, " "), name)) return true;
+    return false;
 }
 
 fn pathExists(b: *std.Build, rel: []const u8) bool {
