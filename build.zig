@@ -52,6 +52,9 @@ const x86_variants = [_]Variant{
     .{ .name = "icelake", .cpu = "x86_64_v4+avx512vbmi+avx512vnni", .features = &.{ "SSE42", "AVX", "F16C", "AVX2", "BMI2", "FMA", "AVX512", "AVX512_VBMI", "AVX512_VNNI" } },
 };
 
+// Intel Macs that run macOS 11 (the floor of darwin-x64) all have AVX; none has Alder Lake.
+const x86_apple_variants = [_]Variant{ x86_variants[2], x86_variants[3], x86_variants[5], x86_variants[6] };
+
 // arm64 Linux: ARMv8.0 baseline, + dotprod/fp16 (ARMv8.2, e.g. Cortex-A76, Graviton2),
 // + i8mm (ARMv8.6, e.g. Graviton3, Ampere One).
 const arm_linux_variants = [_]Variant{
@@ -181,7 +184,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     const variants: []const Variant = if (native_cpu)
         &.{.{ .name = "native", .cpu = "native", .features = &.{} }}
     else switch (arch) {
-        .x86_64 => &x86_variants,
+        .x86_64 => if (os == .macos) &x86_apple_variants else &x86_variants,
         .aarch64 => if (os == .macos) &arm_apple_variants else &arm_linux_variants,
         else => {
             std.debug.print("error: no CPU variants for {s}: only x86_64 and aarch64 code is vendored\n", .{@tagName(arch)});

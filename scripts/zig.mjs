@@ -41,7 +41,7 @@ export function ensureZig({ quiet = false } = {}) {
   return localZig;
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("zig.mjs")) {
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   try {
     const zig = ensureZig();
     const r = spawnSync(zig, process.argv.slice(2), { stdio: "inherit", cwd: root });

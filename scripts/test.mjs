@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+// The whole test suite: `npm test`.
+//
+//   1. set-up (scripts/setup.mjs): vendor tree verified, pinned zig, host libraries built
+//   2. the C smoke test on the host (`zig build test`)
+//   3. generated files are fresh (`codegen --check`, needs libclang)
+//   4. every release target cross-compiled (`zig build dist smoke-dist`) and checked:
+//      formats, libc floors, Windows exports, smoke runs under qemu-user and wine
+//   5. the TypeScript suite on Deno, Bun and Node — the same files on each
+//
+//   node scripts/test.mjs [--quick] [--runtime deno|bun|node] [FILE…]
+//     --quick   skip step 4 (the slow cross-compilation)
+//     FILE…     run only these test files (steps 1 and 5)
+//
+// Ends with one line `tests: N passed, N failed` and a non-zero exit on any failure.
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { setup, root, bin } from "./setup.mjs";
+import { ensureZig } from "./zig.mjs";
+
+const args = process.argv.slice(2);
+const quick = args.includes("--quick") || process.env.WSP_GGML_TEST_QUICK === "1";
+const runtimeArg = args.includes("--runtime") ? args[args.indexOf("--runtime") + 1] : null;
+const fileArgs = args.filter((a, i) => !a.startsWith("--") && args[i - 1] !== "--runtime");
+const runtimes = runtimeArg ? [runtimeArg] : ["deno", "bun", "node"];
+
+/** One row per step: name, passed, failed, skipped, note. */
+const results = [];
+
+function strip(s) {
+  // deno-lint-ignore no-control-regex
+  return s.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+/** Runs a command with its output streamed through and captured. */
+function run(cmd, cmdArgs, opts = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, cmdArgs, { cwd: root, env: { ...process.env, NO_COLOR: "1", ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => { out += d; process.stdout.write(d); });
+    child.stderr.on("data", (d) => { out += d; process.stderr.write(d); });
+    child.on("close", (code, signal) => resolve({ code: signal ? 128 : code, out: strip(out) }));
+  });
+}
+
+function heading(s) {
+  console.log(`\n=== ${s} ===`);
+}
+
+/** Test files of the TypeScript suite (tests/native/ is Node-only and runs in step 4). */
+function testFiles() {
+  if (fileArgs.length) return fileArgs;
+  const out = [];
+  const walk = (dir) => {
+    if (!fs.existsSync(path.join(root, dir))) return;
+    for (const e of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${e.name}`;
+      if (e.isDirectory()) {
+        if (rel !== "tests/native" && e.name !== "fixtures") walk(rel);
+      } else if (e.name.endsWith(".test.ts")) out.push(rel);
+    }
+  };
+  for (const d of ["codegen", "src", "tests"]) walk(d);
+  return out.sort();
+}
+
+/** Counts from each runner's closing lines. */
+function counts(runtime, out) {
+  if (runtime === "node") {
+    const n = (k) => Number(new RegExp(`^# ${k} (\\d+)`, "m").exec(out)?.[1] ?? 0);
+    return { passed: n("pass"), failed: n("fail") + n("cancelled"), skipped: n("skipped") + n("todo") };
+  }
+  if (runtime === "bun") {
+    const n = (k) => Number(new RegExp(`^\\s*(\\d+) ${k}$`, "m").exec(out)?.[1] ?? 0);
+    return { passed: n("pass"), failed: n("fail"), skipped: n("skip") + n("todo") };
+  }
+  // deno: "ok | 3 passed (40 steps) | 0 failed | 1 ignored": count the leaves (steps), not the suites.
+  const m = /(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?(?: \| (\d+) ignored)?/.exec(out);
+  if (!m) return { passed: 0, failed: 0, skipped: 0 };
+  return { passed: Number(m[2] ?? m[1]), failed: Number(m[4] ?? m[3]), skipped: Number(m[5] ?? 0) };
+}
+
+async function tsSuite(files) {
+  const gcEnv = {};
+  for (const runtime of runtimes) {
+    heading(`TypeScript suite on ${runtime} (${files.length} files)`);
+    let r;
+    if (runtime === "deno") r = await run(bin("deno"), ["test", "-A", "--no-check", "--v8-flags=--expose-gc", ...files], { env: gcEnv });
+    else if (runtime === "bun") r = await run(bin("bun"), ["test", "--timeout", "600000", ...files.map((f) => `./${f}`)], { env: gcEnv });
+    else r = await run(process.execPath, ["--import", "tsx", "--expose-gc", "--test", "--test-reporter=tap", ...files], { env: gcEnv });
+    const c = counts(runtime, r.out);
+    // A runner that exits non-zero with no counted failure (a crash, a load error) still fails.
+    if (r.code !== 0 && c.failed === 0) c.failed = 1;
+    if (r.code === 0 && c.passed === 0 && files.length) c.failed = 1;
+    results.push({ step: `ts suite · ${runtime}`, ...c, note: r.code === 0 ? "" : `exit ${r.code}` });
+  }
+}
+
+async function main() {
+  heading("set-up");
+  await setup({ log: console.log });
+  const zig = ensureZig();
+
+  if (!fileArgs.length) {
+    heading("C smoke test (zig build test)");
+    const smoke = await run(zig, ["build", "test"]);
+    const m = /smoke: (\d+) passed, (\d+) failed/.exec(smoke.out);
+    results.push({ step: "C smoke · host", passed: Number(m?.[1] ?? 0), failed: smoke.code === 0 ? Number(m?.[2] ?? 0) : Math.max(1, Number(m?.[2] ?? 1)), skipped: 0, note: "" });
+
+    heading("generated files are fresh (codegen --check)");
+    const check = await run(bin("deno"), ["run", "-A", "codegen/main.ts", "--check"]);
+    results.push({ step: "codegen --check", passed: check.code === 0 ? 1 : 0, failed: check.code === 0 ? 0 : 1, skipped: 0, note: "" });
+
+    if (quick) {
+      results.push({ step: "dist + cross smoke", passed: 0, failed: 0, skipped: 1, note: "--quick" });
+    } else {
+      heading("cross-compile every target (zig build dist smoke-dist)");
+      const t0 = Date.now();
+      const dist = await run(zig, ["build", "dist", "smoke-dist"]);
+      console.log(`dist built in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      if (dist.code !== 0) {
+        results.push({ step: "zig build dist", passed: 0, failed: 1, skipped: 0, note: `exit ${dist.code}` });
+      } else {
+        heading("dist artifacts and cross-target smoke (Node)");
+        const r = await run(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", "tests/native/dist.test.ts"]);
+        const c = counts("node", r.out);
+        if (r.code !== 0 && c.failed === 0) c.failed = 1;
+        results.push({ step: "dist + cross smoke", ...c, note: "" });
+      }
+    }
+  }
+
+  await tsSuite(testFiles());
+
+  heading("summary");
+  let passed = 0, failed = 0, skipped = 0;
+  for (const r of results) {
+    console.log(`${r.step.padEnd(24)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(3)} failed ${String(r.skipped).padStart(3)} skipped ${r.note}`);
+    passed += r.passed;
+    failed += r.failed;
+    skipped += r.skipped;
+  }
+  console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+main().catch((e) => {
+  console.error(`test: ${e.stack ?? e}`);
+  process.exit(1);
+});

@@ -1,0 +1,167 @@
+/**
+ * Checks the output of `zig build dist smoke-dist` (the test runner builds it first):
+ * every artifact has the right format and machine, Linux builds keep their libc floor,
+ * the Windows DLLs export the public API, and the C smoke test passes on every target
+ * this machine can run — natively, under qemu-user with older and other CPUs, and wine.
+ *
+ * Runs under Node only: it inspects files and starts processes, nothing runtime-specific.
+ */
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { functions } from "../../src/bindings.gen.ts";
+import { readBinary } from "./binfmt.ts";
+
+const root = join(fileURLToPath(import.meta.url), "..", "..", "..");
+const dist = join(root, "zig-out", "dist");
+const smoke = join(root, "zig-out", "smoke");
+
+const x86 = ["x64", "sse42", "sandybridge", "haswell", "alderlake", "skylakex", "icelake"];
+const armLinux = ["armv8.0", "armv8.2", "armv8.6"];
+const armApple = ["apple_m1", "apple_m2"];
+
+/** Expected contents of each target folder. */
+const targets: Record<string, { machine: "x86_64" | "aarch64"; format: "elf" | "macho" | "pe"; variants: string[]; libc?: "glibc" | "musl" }> = {
+  "linux-x64": { machine: "x86_64", format: "elf", variants: x86, libc: "glibc" },
+  "linux-arm64": { machine: "aarch64", format: "elf", variants: armLinux, libc: "glibc" },
+  "linux-x64-musl": { machine: "x86_64", format: "elf", variants: x86, libc: "musl" },
+  "linux-arm64-musl": { machine: "aarch64", format: "elf", variants: armLinux, libc: "musl" },
+  "darwin-x64": { machine: "x86_64", format: "macho", variants: ["sandybridge", "haswell", "skylakex", "icelake"] },
+  "darwin-arm64": { machine: "aarch64", format: "macho", variants: armApple },
+  "win32-x64": { machine: "x86_64", format: "pe", variants: x86 },
+};
+
+function libNames(name: string): { base: string; variant: (v: string) => string } {
+  if (name.startsWith("win32")) return { base: "wsp-ggml.dll", variant: (v) => `ggml-cpu-${v}.dll` };
+  if (name.startsWith("darwin")) return { base: "libwsp-ggml.dylib", variant: (v) => `libggml-cpu-${v}.so` };
+  return { base: "libwsp-ggml.so", variant: (v) => `libggml-cpu-${v}.so` };
+}
+
+function run(cmd: string, args: string[], env: Record<string, string> = {}): { code: number | null; out: string } {
+  const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 600_000, env: { ...process.env, ...env } });
+  return { code: r.status, out: `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error) : ""}` };
+}
+
+const have = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
+
+/** Runs a smoke binary, checks it passed, returns the variant it reported. */
+function smokeVariant(cmd: string, args: string[], env: Record<string, string> = {}): string {
+  const r = run(cmd, args, env);
+  assert.equal(r.code, 0, `smoke failed (exit ${r.code}):\n${r.out}`);
+  assert.match(r.out, /^smoke: 6 passed, 0 failed$/m, r.out);
+  const m = /^cpu variant: (\S+) /m.exec(r.out);
+  assert.ok(m, `no variant reported:\n${r.out}`);
+  return m[1];
+}
+
+describe("zig build dist", () => {
+  for (const [name, t] of Object.entries(targets)) {
+    test(`${name}: every library has the right format and machine`, () => {
+      const dir = join(dist, name);
+      const names = libNames(name);
+      const want = [names.base, ...t.variants.map(names.variant)].sort();
+      assert.deepEqual(readdirSync(dir).sort(), want, `contents of dist/${name}`);
+      for (const file of want) {
+        const info = readBinary(join(dir, file));
+        assert.equal(info.format, t.format, file);
+        assert.equal(info.machine, t.machine, file);
+        assert.ok(info.sharedLibrary, `${file} is not a shared library`);
+      }
+    });
+  }
+
+  for (const name of ["linux-x64", "linux-arm64"]) {
+    test(`${name}: needs nothing newer than glibc 2.17`, () => {
+      for (const file of readdirSync(join(dist, name))) {
+        const r = run("readelf", ["-V", "-W", join(dist, name, file)]);
+        assert.equal(r.code, 0, r.out);
+        const versions = [...r.out.matchAll(/GLIBC_(\d+)\.(\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
+        assert.ok(versions.length > 0, `${file}: no GLIBC version needs found`);
+        for (const [major, minor] of versions) assert.ok(major < 2 || (major === 2 && minor <= 17), `${file} needs GLIBC_${major}.${minor}`);
+      }
+    });
+  }
+
+  for (const name of ["linux-x64-musl", "linux-arm64-musl"]) {
+    test(`${name}: linked against musl, not glibc`, () => {
+      for (const file of readdirSync(join(dist, name))) {
+        const r = run("readelf", ["-d", "-W", join(dist, name, file)]);
+        const needed = [...r.out.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
+        assert.ok(needed.includes("libc.so"), `${file}: NEEDED ${needed}`);
+        assert.ok(!needed.some((n) => n.startsWith("libc.so.6")), `${file} needs glibc`);
+      }
+    });
+  }
+
+  test("win32-x64: the DLLs export every defined function of the generated table", () => {
+    const table = functions as Record<string, { library: string; symbol?: string; defined?: boolean }>;
+    const want = (lib: string) => Object.entries(table).filter(([, d]) => d.library === lib && d.defined !== false).map(([n, d]) => d.symbol ?? n);
+    const base = new Set(readBinary(join(dist, "win32-x64", "wsp-ggml.dll")).exports);
+    assert.ok(want("base").length > 400);
+    assert.deepEqual(want("base").filter((s) => !base.has(s)), [], "missing from wsp-ggml.dll");
+    for (const v of x86) {
+      const cpu = new Set(readBinary(join(dist, "win32-x64", `ggml-cpu-${v}.dll`)).exports);
+      const missing = [...want("cpu"), "wsp_ggml_backend_score", "wsp_ggml_backend_init", "wsp_ggml_cpu_variant_name"].filter((s) => !cpu.has(s));
+      assert.deepEqual(missing, [], `missing from ggml-cpu-${v}.dll`);
+    }
+  });
+});
+
+describe("smoke test on every target this machine can run", () => {
+  const hostFlags = existsSync("/proc/cpuinfo") ? readFileSync("/proc/cpuinfo", "utf8") : "";
+  const bestHostVariant = (): string => {
+    const has = (f: string) => new RegExp(`\\b${f}\\b`).test(hostFlags);
+    if (has("avx512f") && has("avx512vbmi") && has("avx512_vnni")) return "icelake";
+    if (has("avx512f") && has("avx512bw")) return "skylakex";
+    if (has("avx_vnni") && has("avx2")) return "alderlake";
+    if (has("avx2") && has("fma") && has("bmi2")) return "haswell";
+    if (has("avx")) return "sandybridge";
+    if (has("sse4_2")) return "sse42";
+    return "x64";
+  };
+  const x64Smoke = join(smoke, "linux-x64", "wsp-ggml-smoke");
+  const x64Libs = join(dist, "linux-x64");
+
+  test("linux-x64 natively picks the best variant this CPU runs", { skip: process.arch !== "x64" || process.platform !== "linux" }, () => {
+    assert.equal(smokeVariant(x64Smoke, [x64Libs]), bestHostVariant());
+  });
+
+  const qemuX86 = have("qemu-x86_64-static") ? "qemu-x86_64-static" : have("qemu-x86_64") ? "qemu-x86_64" : null;
+  // qemu's CPU models each present one feature set; the loader must pick the matching variant
+  // and nothing may die of SIGILL.
+  for (const [cpu, variant] of [["qemu64", "x64"], ["Nehalem", "sse42"], ["SandyBridge", "sandybridge"], ["Haswell", "haswell"]]) {
+    test(`linux-x64 under qemu -cpu ${cpu} picks ${variant}`, { skip: qemuX86 ? false : "qemu-user-static is not installed" }, () => {
+      assert.equal(smokeVariant(qemuX86!, ["-cpu", cpu, x64Smoke, x64Libs]), variant);
+    });
+  }
+
+  test("linux-x64-musl natively", { skip: existsSync("/lib/ld-musl-x86_64.so.1") ? false : "musl's loader is not installed (Debian package musl)" }, () => {
+    assert.equal(smokeVariant(join(smoke, "linux-x64-musl", "wsp-ggml-smoke"), [join(dist, "linux-x64-musl")]), bestHostVariant());
+  });
+
+  const qemuArm = have("qemu-aarch64-static") ? "qemu-aarch64-static" : have("qemu-aarch64") ? "qemu-aarch64" : null;
+  const armSysroot = "/usr/aarch64-linux-gnu";
+  const armSkip = !qemuArm ? "qemu-user-static is not installed" : !existsSync(armSysroot) ? "libc6-arm64-cross is not installed" : false;
+  for (const [cpu, variant] of [["cortex-a53", "armv8.0"], ["cortex-a76", "armv8.2"], ["max", "armv8.6"]]) {
+    test(`linux-arm64 under qemu -cpu ${cpu} picks ${variant} (NEON code computes the right numbers)`, { skip: armSkip }, () => {
+      const exe = join(smoke, "linux-arm64", "wsp-ggml-smoke");
+      assert.equal(smokeVariant(qemuArm!, ["-L", armSysroot, "-cpu", cpu, exe, join(dist, "linux-arm64")]), variant);
+    });
+  }
+
+  // Debian's wine64 package installs its loader outside PATH.
+  const wine = have("wine64") ? "wine64" : existsSync("/usr/lib/wine/wine64") ? "/usr/lib/wine/wine64" : have("wine") ? "wine" : null;
+  test("win32-x64 under wine", { skip: wine ? false : "wine64 is not installed" }, () => {
+    const libs = join(dist, "win32-x64");
+    const winPath = `Z:${libs.replaceAll("/", "\\")}`;
+    const variant = smokeVariant(wine!, [join(smoke, "win32-x64", "wsp-ggml-smoke.exe"), winPath], {
+      WINEPATH: winPath,
+      WINEDEBUG: "-all",
+      WINEPREFIX: join(root, ".zig-cache", "wineprefix"),
+    });
+    assert.equal(variant, bestHostVariant());
+  });
+});
