@@ -21,12 +21,13 @@ import { apiDiff, formatDiff } from "./diff.ts";
 import { elfExports } from "./elf.ts";
 import { emitShims } from "./emit_c.ts";
 import { emitBindings } from "./emit_ts.ts";
+import { emitOps } from "./emit_ops.ts";
 import type { ApiIR } from "./ir.ts";
 import { parseApi } from "./parse.ts";
 import { rows } from "./table.ts";
 
 /** The generated files, relative to the repository root. */
-export const OUTPUTS = ["src/bindings.gen.ts", "native/shim/base.gen.c", "native/shim/cpu.gen.c"] as const;
+export const OUTPUTS = ["src/bindings.gen.ts", "native/shim/base.gen.c", "native/shim/cpu.gen.c", "src/ops.gen.ts"] as const;
 
 /** Parses the headers in `headersDir` for every target. */
 export function parseAll(clang: Clang, headersDir: string): ApiIR[] {
@@ -89,6 +90,7 @@ export function generate(irs: readonly ApiIR[]): Map<string, string> {
     ["src/bindings.gen.ts", emitBindings(ir, table, enumUnderlying, irs.map((i) => i.target))],
     ["native/shim/base.gen.c", shims.base],
     ["native/shim/cpu.gen.c", shims.cpu],
+    ["src/ops.gen.ts", emitOps(ir)],
   ]);
 }
 

@@ -5,10 +5,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { layouts } from "../src/bindings.gen.ts";
 import { cString, loadAdapter } from "../src/ffi/mod.ts";
-import { baseLibraryName, libDir } from "../src/ffi/open.ts";
+import { baseLibraryName, locateLibrary } from "../src/loader.ts";
 
 const ffi = await loadAdapter();
-const lib = ffi.open(join(libDir(), baseLibraryName()), {
+const lib = ffi.open(join(locateLibrary().dir, baseLibraryName()), {
   wsp_shim_layout: { args: ["pointer", "pointer", "i32"], result: "i64" },
 } as const);
 

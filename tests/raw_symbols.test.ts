@@ -8,10 +8,11 @@ import { join } from "node:path";
 import { bunSymbols, denoSymbols, functions, layouts, LogLevel, MAX_DIMS, Type } from "../src/bindings.gen.ts";
 import { cString, loadAdapter, StructView, SymbolNotDefinedError } from "../src/ffi/mod.ts";
 import type { FunctionDef } from "../src/ffi/types.ts";
-import { baseLibraryName, libDir, bestCpuVariant, openWspGgml } from "../src/ffi/open.ts";
+import { openWspGgml } from "../src/ffi/open.ts";
+import { baseLibraryName, bestCpuVariant, locateLibrary } from "../src/loader.ts";
 
 const ffi = await loadAdapter();
-const dir = libDir();
+const dir = locateLibrary().dir;
 const g = openWspGgml(ffi, { base: join(dir, baseLibraryName()), cpu: bestCpuVariant(ffi, dir) });
 const s = g.symbols;
 after(() => g.close());

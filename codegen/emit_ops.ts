@@ -1,0 +1,142 @@
+/**
+ * Emits `src/ops.gen.ts`: one method per tensor op of ggml.h (a function that
+ * takes the context first and returns a tensor), with its argument
+ * validation, the call of its handwritten check (`src/checks.ts` implements
+ * the generated `OpChecks` interface, so the compiler proves none is
+ * missing), and the measured creation in the context.
+ *
+ * @module
+ */
+import type { ApiIR, FunctionIR, ParamIR } from "./ir.ts";
+import { GENERATED, jsdoc } from "./emit_ts.ts";
+import { typeName } from "./names.ts";
+import { ARRAYS, HANDWRITTEN, NULLABLE, SKIPPED } from "./ops_config.ts";
+
+/** `mul_mat` → `mulMat`, `n_dims` → `nDims`, `conv_1d_dw` → `conv1dDw`. */
+export function camel(c: string): string {
+  return c.replace(/^wsp_ggml_/, "").replace(/_([a-z0-9])/gi, (_, ch: string) => ch.toUpperCase());
+}
+
+/** Whether `fn` is a tensor op: context first, tensor result, declared in ggml.h. */
+export function isOp(fn: FunctionIR): boolean {
+  return fn.header === "ggml.h" && fn.result.c === "struct wsp_ggml_tensor *" && /^(const )?struct wsp_ggml_context \*$/.test(fn.params[0]?.c ?? "");
+}
+
+const TENSOR = /^(const )?struct wsp_ggml_tensor \*$/;
+
+interface Arg {
+  readonly name: string;
+  readonly ts: string;
+  readonly validate?: string;
+  readonly pass: string;
+  readonly tensor?: boolean;
+  readonly array?: string;
+}
+
+function arg(fn: FunctionIR, p: ParamIR, enums: Set<string>): Arg {
+  const name = camel(p.name);
+  const label = JSON.stringify(name);
+  if (TENSOR.test(p.c)) {
+    const nullable = NULLABLE[fn.name]?.includes(p.name) ?? false;
+    return { name, ts: nullable ? "Tensor | null" : "Tensor", pass: nullable ? `${name}?._ptr ?? 0` : `${name}._ptr`, tensor: true };
+  }
+  const simple: Record<string, [string, string]> = {
+    "int": ["number", "int"],
+    "int32_t": ["number", "int"],
+    "uint32_t": ["number", "uint"],
+    "int64_t": ["number", "i64"],
+    "size_t": ["number", "size"],
+    "float": ["number", "float"],
+    "_Bool": ["boolean", "bool"],
+  };
+  if (simple[p.c]) {
+    const [ts, fnName] = simple[p.c];
+    return { name, ts, validate: `${fnName}(${label}, ${name});`, pass: name };
+  }
+  const e = /^enum (wsp_ggml_\w+)$/.exec(p.c);
+  if (e) {
+    const t = typeName(e[1]);
+    enums.add(t);
+    return { name, ts: t, validate: `member(${label}, ${name}, ${t}, ${JSON.stringify(t)});`, pass: name };
+  }
+  const a = ARRAYS[p.c];
+  if (a) {
+    const tuple = `readonly [${Array(a.length).fill("number").join(", ")}]`;
+    return { name, ts: tuple, validate: `const ${name}C = ints(${label}, ${name}, ${a.length}, ${a.array});`, pass: `ffi.addressOf(${name}C)`, array: `${name}C` };
+  }
+  throw new Error(`${fn.name}: no op mapping for parameter ${p.name} of type ${p.c}: map it in codegen/emit_ops.ts or list the op in codegen/ops_config.ts`);
+}
+
+/** The text of `src/ops.gen.ts`. */
+export function emitOps(ir: ApiIR): string {
+  const ops = ir.functions.filter(isOp);
+  const names = new Set(ops.map((f) => f.name));
+  for (const n of [...Object.keys(HANDWRITTEN), ...Object.keys(SKIPPED), ...Object.keys(NULLABLE)]) {
+    if (!names.has(n)) throw new Error(`codegen/ops_config.ts names ${n}, which is not a tensor op of ggml.h`);
+  }
+  const generated = ops.filter((f) => !(f.name in HANDWRITTEN) && !(f.name in SKIPPED));
+  const enums = new Set<string>();
+  const methods: string[] = [];
+  const reserved = new Set(["native", "ctx", "result"]);
+  const checks: string[] = [];
+  for (const fn of generated) {
+    const method = camel(fn.name);
+    const args = fn.params.slice(1).map((p) => arg(fn, p, enums));
+    for (const a of args) if (reserved.has(a.name)) throw new Error(`${fn.name}: parameter ${a.name} clashes with a name of the generated body`);
+    const sig = args.map((a) => `${a.name}: ${a.ts}`).join(", ");
+    const tensors = args.filter((a) => a.tensor).map((a) => a.name);
+    const label = JSON.stringify(method);
+    const body: string[] = [];
+    body.push(`const native = this._use(${[label, ...tensors].join(", ")});`);
+    for (const a of args) if (a.validate) body.push(a.validate);
+    body.push(`opChecks.${method}(${args.map((a) => a.name).join(", ")});`);
+    const call = `(ctx) => native.${fn.name}(${["ctx", ...args.map((a) => a.pass)].join(", ")})`;
+    const arrays = args.filter((a) => a.array).map((a) => a.array!);
+    if (arrays.length) {
+      body.push(`const result = this._make(${[label, call, ...tensors].join(", ")});`);
+      body.push(`keepAlive([${arrays.join(", ")}]);`);
+      body.push("return result;");
+    } else {
+      body.push(`return this._make(${[label, call, ...tensors].join(", ")});`);
+    }
+    const notes = [`C: \`${fn.result.c}${fn.name}(${fn.params.map((p) => `${p.c}${p.c.endsWith("*") ? "" : " "}${p.name}`).join(", ")})\`.`];
+    if (fn.flags.deprecated) notes.push("@deprecated (WSP_GGML_DEPRECATED in the header)");
+    methods.push(`${jsdoc([fn.doc, ...notes], "  ")}  ${method}(${sig}): Tensor {\n${body.map((l) => `    ${l}`).join("\n")}\n  }`);
+    checks.push(`  /** Preconditions of \`${fn.name}\`. */\n  ${method}(${sig}): void;`);
+  }
+  const handwritten = Object.entries(HANDWRITTEN).map(([n, m]) => `\`${n}\` (${m})`).join(", ");
+  const skipped = Object.entries(SKIPPED).map(([n, r]) => `\`${n}\` (${r})`).join("; ");
+  return `${GENERATED}
+/**
+ * The tensor ops of ggml.h as methods of \`Context\`: ${generated.length} generated here,
+ * ${Object.keys(HANDWRITTEN).length} written by hand (${handwritten}), ${Object.keys(SKIPPED).length} left out: ${skipped}.
+ *
+ * Each method validates its scalar arguments, runs its handwritten check
+ * (\`src/checks.ts\`, which implements {@linkcode OpChecks}), then creates the
+ * result in the context after measuring that it fits.
+ *
+ * @module
+ */
+import { ${[...enums].sort().join(", ")} } from "./bindings.gen.ts";
+import type { WspGgml } from "./ffi/open.ts";
+import { bool, float, i64, int, ints, member, size, uint } from "./args.ts";
+import { opChecks } from "./checks.ts";
+import { ffi, keepAlive } from "./loader.ts";
+import type { Tensor } from "./tensor.ts";
+
+/** The preconditions of every generated op, one method per op with the op's parameters. */
+export interface OpChecks {
+${checks.join("\n")}
+}
+
+/** The tensor ops; \`Context\` extends this class. */
+export abstract class Ops {
+  /** @internal Checks that the context and the operands are alive; returns the native symbols. */
+  protected abstract _use(op: string, ...operands: (Tensor | null)[]): WspGgml["symbols"];
+  /** @internal Creates the op's result in the context (\`call\` gets the context pointer). */
+  protected abstract _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor;
+
+${methods.join("\n\n")}
+}
+`;
+}

@@ -1,0 +1,327 @@
+/**
+ * {@linkcode Context}: a ggml context (`wsp_ggml_init`) and the pool its
+ * tensors and graphs live in.
+ *
+ * The pool is JS memory (an `ArrayBuffer` handed to ggml as `mem_buffer`), so
+ * tensor properties are read through the generated layout without a native
+ * call, the garbage collector knows how much memory a context holds, and
+ * {@linkcode Tensor.view} arrays are detached, not left dangling, when the
+ * context is freed.
+ *
+ * @module
+ */
+import { DEFAULT_GRAPH_SIZE, layouts, MAX_DIMS, MEM_ALIGN } from "./bindings.gen.ts";
+import { bool, size as sizeArg } from "./args.ts";
+import { ArgumentError, ContextOutOfMemoryError, GgmlError, UseAfterFreeError } from "./errors.ts";
+import { Graph } from "./graph.ts";
+import { ffi, keepAlive } from "./loader.ts";
+import { checkNewTensor } from "./checks.ts";
+import { Ops } from "./ops.gen.ts";
+import { allocPool, initContext, runtime } from "./runtime.ts";
+import { Tensor } from "./tensor.ts";
+
+/** Options of {@linkcode Context}. */
+export interface ContextOptions {
+  /** Bytes of the pool that holds the tensors (structs and, unless `noAlloc`, data) and graphs. */
+  readonly memSize: number;
+  /** Create tensors without data (their memory is allocated elsewhere, e.g. by a backend). */
+  readonly noAlloc?: boolean;
+}
+
+interface State {
+  ptr: number;
+  buffer: ArrayBuffer | null;
+  readonly memSize: number;
+}
+
+const stats = { contexts: 0, poolBytes: 0, finalized: 0 };
+
+/** Counts of native memory held by contexts, for diagnostics and tests. */
+export interface MemoryStats {
+  /** Contexts whose native side is not freed yet. */
+  readonly contexts: number;
+  /** Bytes of their pools. */
+  readonly poolBytes: number;
+  /** Contexts freed by the garbage collector because nothing freed them. */
+  readonly finalized: number;
+}
+
+/** How many contexts are alive and how many the finalizer freed. */
+export function memoryStats(): MemoryStats {
+  return { ...stats };
+}
+
+/** Detaches `buffer`: every typed array over it becomes empty. */
+function detach(buffer: ArrayBuffer): void {
+  const b = buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
+  if (typeof b.transfer === "function") b.transfer(0);
+  else structuredClone(buffer, { transfer: [buffer] });
+}
+
+function release(state: State): void {
+  if (state.ptr === 0) return;
+  runtime().lib.symbols.wsp_ggml_free(state.ptr);
+  state.ptr = 0;
+  stats.contexts--;
+  stats.poolBytes -= state.memSize;
+  if (state.buffer) detach(state.buffer);
+  state.buffer = null;
+}
+
+const finalizer = new FinalizationRegistry<State>((state) => {
+  if (state.ptr !== 0) stats.finalized++;
+  release(state);
+});
+
+const VIEW_SRC = layouts.wsp_ggml_tensor.fields.view_src.offset;
+const pad = (n: number, align: number) => Math.ceil(n / align) * align;
+
+/**
+ * A ggml context: the owner of its tensors and graphs. Free it with
+ * {@linkcode free} or `using`; a context nothing refers to any more is freed
+ * by the garbage collector.
+ *
+ * ```ts
+ * using ctx = new Context({ memSize: 16 << 20 });
+ * const a = ctx.newTensor1d(Type.F32, 3).set(new Float32Array([1, 2, 3]));
+ * ```
+ *
+ * Ops are methods named after ggml's functions (`wsp_ggml_mul_mat` →
+ * `ctx.mulMat(a, b)`); their result is created in this context.
+ */
+export class Context extends Ops {
+  readonly #state: State;
+  #view: DataView;
+  readonly #base: number;
+  readonly #noAlloc: boolean;
+  readonly #tensors = new Map<number, Tensor>();
+  readonly #deps = new Set<Context>();
+
+  /**
+   * Creates a context (`wsp_ggml_init`), loading the library on first use.
+   *
+   * @throws {ArgumentError} for a memSize that is not a non-negative integer or cannot be allocated
+   */
+  constructor(options: ContextOptions) {
+    super();
+    if (options === null || typeof options !== "object") throw new ArgumentError("Context needs options: { memSize }");
+    const requested = sizeArg("memSize", options.memSize);
+    const noAlloc = bool("noAlloc", options.noAlloc ?? false);
+    const rt = runtime();
+    const memSize = pad(Math.max(requested, MEM_ALIGN), MEM_ALIGN);
+    let pool;
+    try {
+      pool = allocPool(memSize);
+    } catch (e) {
+      throw new ArgumentError(`memSize ${memSize} cannot be allocated: ${(e as Error).message}`);
+    }
+    const ptr = initContext(rt.lib, pool.base, memSize, noAlloc);
+    if (ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_init failed");
+    this.#state = { ptr, buffer: pool.buffer, memSize };
+    this.#view = pool.view;
+    this.#base = pool.base;
+    this.#noAlloc = noAlloc;
+    stats.contexts++;
+    stats.poolBytes += memSize;
+    finalizer.register(this, this.#state, this);
+  }
+
+  /** @internal The native `struct wsp_ggml_context *` (throws once freed). */
+  get _ptr(): number {
+    this._pool("context");
+    return this.#state.ptr;
+  }
+
+  /** The native address of the context (for raw bindings; valid until freed). */
+  get pointer(): number {
+    return this._ptr;
+  }
+
+  /** Whether {@linkcode free} has run. */
+  get freed(): boolean {
+    return this.#state.ptr === 0;
+  }
+
+  /** Bytes of the pool (`wsp_ggml_get_mem_size`). */
+  get memSize(): number {
+    this._pool("memSize");
+    return this.#state.memSize;
+  }
+
+  /** Bytes of the pool in use (`wsp_ggml_used_mem`). */
+  get usedMem(): number {
+    return Number(runtime().lib.symbols.wsp_ggml_used_mem(this._ptr));
+  }
+
+  /** Whether tensors are created without data. */
+  get noAlloc(): boolean {
+    this._pool("noAlloc");
+    return this.#noAlloc;
+  }
+
+  /**
+   * Frees the context and everything in it (`wsp_ggml_free`). Idempotent: a
+   * second call does nothing. Afterwards every use of the context, its
+   * tensors and graphs throws {@linkcode UseAfterFreeError}, and every
+   * `view()` of its memory is detached.
+   */
+  free(): void {
+    if (this.#state.ptr === 0) return;
+    finalizer.unregister(this);
+    this.#tensors.clear();
+    this.#deps.clear();
+    release(this.#state);
+    this.#view = new DataView(new ArrayBuffer(0));
+  }
+
+  /** Frees the context (`using ctx = new Context(…)`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+
+  /** @internal The pool's bytes, or {@linkcode UseAfterFreeError} once freed. */
+  _pool(what: string): DataView {
+    if (this.#state.ptr === 0) throw new UseAfterFreeError(`${what}: its context was freed`);
+    return this.#view;
+  }
+
+  /** @internal Whether `ptr` points into this context's pool. */
+  _contains(ptr: number, length = 0): boolean {
+    return this.#state.ptr !== 0 && ptr >= this.#base && ptr + length <= this.#base + this.#state.memSize;
+  }
+
+  /** @internal The tensor object for a tensor of this pool (one object per tensor). */
+  _wrap(ptr: number): Tensor {
+    let t = this.#tensors.get(ptr);
+    if (!t) {
+      t = new Tensor(this, ptr, ptr - this.#base);
+      this.#tensors.set(ptr, t);
+    }
+    return t;
+  }
+
+  /** @internal This context and the contexts its tensors refer to, transitively. */
+  _reachable(): Set<Context> {
+    const seen = new Set<Context>([this]);
+    for (const c of seen) for (const d of c.#deps) seen.add(d);
+    return seen;
+  }
+
+  /** @internal Records that this context's tensors refer to `other`'s. */
+  _depend(other: Context): void {
+    if (other !== this) this.#deps.add(other);
+  }
+
+  /** @internal The tensor object for a tensor of this context or one it refers to. */
+  _resolve(ptr: number): Tensor {
+    for (const c of this._reachable()) if (c._contains(ptr)) return c._wrap(ptr);
+    for (const c of this._reachable()) c._pool("tensor");
+    throw new UseAfterFreeError(`tensor 0x${ptr.toString(16)} belongs to no live context`);
+  }
+
+  /** @internal The JS memory holding `[data, data + length)`. */
+  _locate(data: number, length: number, what: string): { buffer: ArrayBuffer; offset: number } {
+    for (const c of this._reachable()) {
+      if (c.#state.ptr === 0) throw new UseAfterFreeError(`${what}: the tensor's data belongs to a freed context`);
+      if (c._contains(data, length)) return { buffer: c.#state.buffer!, offset: c.#view.byteOffset + (data - c.#base) };
+    }
+    throw new GgmlError("NOT_ALLOCATED", `${what}: the data at 0x${data.toString(16)} is not in a context's pool`);
+  }
+
+  /** @internal Checks the operands of an op: tensors, not freed; returns the native symbols. */
+  protected override _use(op: string, ...operands: (Tensor | null)[]): ReturnType<typeof runtime>["lib"]["symbols"] {
+    this._pool(op);
+    for (let i = 0; i < operands.length; i++) {
+      const t = operands[i];
+      if (t === null) continue;
+      if (!(t instanceof Tensor)) throw new ArgumentError(`${op}: operand ${i + 1} is not a Tensor (got ${t === undefined ? "undefined" : typeof t})`);
+      t.context._pool(`${op}: operand ${i + 1}`);
+    }
+    return runtime().lib.symbols;
+  }
+
+  /**
+   * @internal Runs an op that creates objects in the pool: first in the
+   * scratch context to measure what it creates, then here if it fits.
+   */
+  protected override _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor {
+    const rt = runtime();
+    const s = rt.lib.symbols;
+    const scratch = rt.scratch;
+    let needed: number;
+    try {
+      const r = call(scratch.ptr);
+      if (r === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
+      needed = Number(s.wsp_ggml_used_mem(scratch.ptr));
+      if (!this.#noAlloc) {
+        for (let t = s.wsp_ggml_get_first_tensor(scratch.ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(scratch.ptr, t)) {
+          const o = t - scratch.base;
+          if (scratch.view.getBigUint64(o + VIEW_SRC, true) !== 0n) continue; // a view: no data of its own
+          needed += pad(Number(s.wsp_ggml_nbytes(t)), MEM_ALIGN);
+        }
+      }
+    } finally {
+      s.wsp_ggml_reset(scratch.ptr);
+    }
+    const used = this.usedMem;
+    if (used + needed > this.#state.memSize) throw new ContextOutOfMemoryError(op, needed, this.#state.memSize - used);
+    const ptr = call(this.#state.ptr);
+    for (const t of operands) if (t) this._depend(t.context);
+    return this._wrap(ptr);
+  }
+
+  /**
+   * A new tensor of `type` with up to 4 dimensions (`wsp_ggml_new_tensor`).
+   *
+   * @param type the element type
+   * @param shape elements per dimension, innermost first
+   */
+  newTensor(type: number, shape: readonly number[]): Tensor {
+    this._use("newTensor");
+    if (!Array.isArray(shape) || shape.length < 1 || shape.length > MAX_DIMS) {
+      throw new ArgumentError(`newTensor: shape must have 1 to ${MAX_DIMS} dimensions`);
+    }
+    checkNewTensor("newTensor", type, shape);
+    const ne = BigInt64Array.from(shape, (n) => BigInt(n));
+    const s = runtime().lib.symbols;
+    const t = this._make("newTensor", (c) => s.wsp_ggml_new_tensor(c, type, shape.length, ffi.addressOf(ne)));
+    keepAlive(ne);
+    return t;
+  }
+
+  /** The tensors of this context, in creation order (`wsp_ggml_get_first_tensor` / `_next_tensor`). */
+  *tensors(): IterableIterator<Tensor> {
+    const s = runtime().lib.symbols;
+    for (let t = s.wsp_ggml_get_first_tensor(this._ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(this._ptr, t)) {
+      yield this._wrap(t);
+    }
+  }
+
+  /** The tensor named `name`, or null (`wsp_ggml_get_tensor`). */
+  getTensor(name: string): Tensor | null {
+    if (typeof name !== "string") throw new ArgumentError("getTensor: name must be a string");
+    for (const t of this.tensors()) if (t.name === name) return t;
+    return null;
+  }
+
+  /** A graph of up to 2048 nodes (`wsp_ggml_new_graph`). */
+  newGraph(): Graph {
+    return this.newGraphCustom(DEFAULT_GRAPH_SIZE, false);
+  }
+
+  /**
+   * A graph of up to `size` nodes and `size` leafs, with gradient slots when
+   * `grads` (`wsp_ggml_new_graph_custom`).
+   */
+  newGraphCustom(size: number, grads = false): Graph {
+    this._use("newGraphCustom");
+    sizeArg("size", size);
+    bool("grads", grads);
+    if (size < 1 || size > 2 ** 30) throw new ArgumentError(`newGraphCustom: size must be in 1..2^30, got ${size}`);
+    const s = runtime().lib.symbols;
+    const needed = Number(s.wsp_ggml_graph_overhead_custom(size, grads));
+    const used = this.usedMem;
+    if (used + needed > this.#state.memSize) throw new ContextOutOfMemoryError("newGraphCustom", needed, this.#state.memSize - used);
+    return new Graph(this, s.wsp_ggml_new_graph_custom(this.#state.ptr, size, grads), size, grads);
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * The errors of the API. ggml answers a wrong call with `WSP_GGML_ASSERT` →
+ * `abort()`, which ends the whole process; every precondition that a call
+ * from TypeScript can reach is checked first and thrown as one of these
+ * (docs/asserts.md maps each guarded C assert to its check and its test).
+ *
+ * Every error is a {@linkcode GgmlError}; `instanceof` or `code` tell them
+ * apart.
+ *
+ * @module
+ */
+
+/** What kind of precondition failed. */
+export type GgmlErrorCode =
+  | "SHAPE"
+  | "TYPE"
+  | "BOUNDS"
+  | "ARGUMENT"
+  | "USE_AFTER_FREE"
+  | "OUT_OF_MEMORY"
+  | "GRAPH_FULL"
+  | "NOT_ALLOCATED"
+  | "UNSUPPORTED"
+  | "COMPUTE"
+  | "LIBRARY_NOT_FOUND";
+
+/** The base class of every error the API throws on purpose. */
+export class GgmlError extends Error {
+  /** The kind of error, stable across versions. */
+  readonly code: GgmlErrorCode;
+  /**
+   * @param code the kind of error
+   * @param message what was wrong, naming the call
+   */
+  constructor(code: GgmlErrorCode, message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Tensor shapes that the operation cannot combine (`can_mul_mat`, `can_repeat`, same shape, contiguity, …). */
+export class ShapeError extends GgmlError {
+  /** @param message what was wrong */
+  constructor(message: string) {
+    super("SHAPE", message);
+  }
+}
+
+/** A tensor type (or typed array) that the operation does not accept. */
+export class GgmlTypeError extends GgmlError {
+  /** @param message what was wrong */
+  constructor(message: string) {
+    super("TYPE", message);
+  }
+}
+
+/** An index, offset or size outside its valid range. */
+export class BoundsError extends GgmlError {
+  /** @param message what was wrong */
+  constructor(message: string) {
+    super("BOUNDS", message);
+  }
+}
+
+/** A value of the wrong kind: not an integer, not a member of its enum, not a tensor, … */
+export class ArgumentError extends GgmlError {
+  /** @param message what was wrong */
+  constructor(message: string) {
+    super("ARGUMENT", message);
+  }
+}
+
+/** A context, or a tensor or graph of one, used after the context was freed. */
+export class UseAfterFreeError extends GgmlError {
+  /** @param message what was used */
+  constructor(message: string) {
+    super("USE_AFTER_FREE", message);
+  }
+}
+
+/** The context's memory pool cannot hold the new object. */
+export class ContextOutOfMemoryError extends GgmlError {
+  /** Bytes the new object needs, its header included. */
+  readonly needed: number;
+  /** Bytes still free in the pool. */
+  readonly available: number;
+  /**
+   * @param what the object being created
+   * @param needed bytes it needs
+   * @param available bytes still free
+   */
+  constructor(what: string, needed: number, available: number) {
+    super("OUT_OF_MEMORY", `${what}: the context's memory pool is exhausted (needs ${needed} bytes, ${available} free); create the context with a larger memSize`);
+    this.needed = needed;
+    this.available = available;
+  }
+}
+
+/** The graph has no room for the nodes or leafs that would be added. */
+export class GraphFullError extends GgmlError {
+  /** @param message what did not fit */
+  constructor(message: string) {
+    super("GRAPH_FULL", message);
+  }
+}
+
+/** The tensor has no data (it was created in a `noAlloc` context). */
+export class NotAllocatedError extends GgmlError {
+  /** @param message which tensor */
+  constructor(message: string) {
+    super("NOT_ALLOCATED", message);
+  }
+}
+
+/** The CPU backend does not implement the operation for these types. */
+export class UnsupportedOpError extends GgmlError {
+  /** @param message which node */
+  constructor(message: string) {
+    super("UNSUPPORTED", message);
+  }
+}
+
+/** The native computation reported a failure status. */
+export class ComputeError extends GgmlError {
+  /** The `Status` value returned by C. */
+  readonly status: number;
+  /**
+   * @param message what failed
+   * @param status the status returned
+   */
+  constructor(message: string, status: number) {
+    super("COMPUTE", message);
+    this.status = status;
+  }
+}
+
+/** The native library was found nowhere; the message lists every place looked. */
+export class LibraryNotFoundError extends GgmlError {
+  /** Every place looked, in order, with why each did not do. */
+  readonly searched: readonly string[];
+  /**
+   * @param message the summary
+   * @param searched the places looked and their outcome
+   */
+  constructor(message: string, searched: readonly string[]) {
+    super("LIBRARY_NOT_FOUND", message);
+    this.searched = searched;
+  }
+}

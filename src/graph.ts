@@ -1,0 +1,246 @@
+/**
+ * {@linkcode Graph}: a computation graph (`struct wsp_ggml_cgraph`) in a
+ * context's pool, computed on the CPU backend.
+ *
+ * @module
+ */
+import { DEFAULT_N_THREADS, MAX_N_THREADS, Op, Status, TensorFlag, Type } from "./bindings.gen.ts";
+import { int } from "./args.ts";
+import { ArgumentError, BoundsError, ComputeError, GgmlTypeError, GraphFullError, NotAllocatedError, UnsupportedOpError } from "./errors.ts";
+import { ffi } from "./loader.ts";
+import { runtime } from "./runtime.ts";
+import { BACKWARD_OPS } from "./checks.ts";
+import type { Context } from "./context.ts";
+import { Tensor } from "./tensor.ts";
+
+/** Options of {@linkcode Graph.compute}. */
+export interface ComputeOptions {
+  /** Threads to compute with (1 … 512); default 4 (`WSP_GGML_DEFAULT_N_THREADS`). */
+  readonly nThreads?: number;
+}
+
+/**
+ * A computation graph. Build it with {@linkcode buildForwardExpand} from the
+ * tensors to compute, then {@linkcode compute} it. It belongs to the context
+ * that created it (`ctx.newGraph()`), and is freed with it.
+ */
+export class Graph {
+  /** The context whose pool holds the graph. */
+  readonly context: Context;
+  /** Maximum number of nodes (and of leafs). */
+  readonly size: number;
+  /** Whether the graph has gradient slots (`newGraphCustom(size, true)`). */
+  readonly grads: boolean;
+  readonly #ptr: number;
+  /** Every tensor visited, as ggml's visited hash set holds them; mirrored to check sizes before C. */
+  readonly #visited = new Set<number>();
+  readonly #leafs: Tensor[] = [];
+  readonly #nodes: Tensor[] = [];
+  #checked = false;
+
+  /** @internal Graphs come from `ctx.newGraph()` / `ctx.newGraphCustom()`. */
+  constructor(context: Context, ptr: number, size: number, grads: boolean) {
+    this.context = context;
+    this.#ptr = ptr;
+    this.size = size;
+    this.grads = grads;
+  }
+
+  /** The native `struct wsp_ggml_cgraph *` (for raw bindings; valid while the context lives). */
+  get pointer(): number {
+    this.context._pool("graph");
+    return this.#ptr;
+  }
+
+  /** Number of nodes (`wsp_ggml_graph_n_nodes`). */
+  get nNodes(): number {
+    return runtime().lib.symbols.wsp_ggml_graph_n_nodes(this.pointer);
+  }
+
+  /** Number of leafs (constants and inputs). */
+  get nLeafs(): number {
+    this.context._pool("graph");
+    return this.#leafs.length;
+  }
+
+  /**
+   * Node `i` (`wsp_ggml_graph_node`); a negative `i` counts from the end
+   * (`node(-1)` is the last node).
+   *
+   * @throws {BoundsError} outside `-nNodes … nNodes - 1`
+   */
+  node(i: number): Tensor {
+    int("i", i);
+    const n = this.nNodes;
+    if (i >= n || i < -n) throw new BoundsError(`node(${i}): the graph has ${n} nodes`);
+    return this.context._resolve(runtime().lib.symbols.wsp_ggml_graph_node(this.#ptr, i));
+  }
+
+  /** The nodes in evaluation order. */
+  nodes(): Tensor[] {
+    const n = this.nNodes;
+    return Array.from({ length: n }, (_, i) => this.node(i));
+  }
+
+  /**
+   * Adds `tensor` and every tensor it depends on that is not in the graph yet
+   * (`wsp_ggml_build_forward_expand`). Returns this graph.
+   *
+   * @throws {GraphFullError} when the nodes or leafs would exceed {@linkcode size}
+   */
+  buildForwardExpand(tensor: Tensor): this {
+    this.context._pool("buildForwardExpand");
+    if (!(tensor instanceof Tensor)) throw new ArgumentError("buildForwardExpand: expected a Tensor");
+    tensor.context._pool("buildForwardExpand: tensor");
+    // Mirror ggml_visit_parents: which tensors are new, which of them leafs.
+    const seen = new Set<number>();
+    const newNodes: Tensor[] = [], newLeafs: Tensor[] = [];
+    const visit = (t: Tensor) => {
+      if (this.#visited.has(t._ptr) || seen.has(t._ptr)) return;
+      seen.add(t._ptr);
+      for (const s of t.src) visit(s);
+      if (t.op === Op.NONE && !(t.flags & TensorFlag.PARAM)) newLeafs.push(t);
+      else newNodes.push(t);
+    };
+    visit(tensor);
+    const nodes = this.#nodes.length + newNodes.length, leafs = this.#leafs.length + newLeafs.length;
+    if (nodes > this.size || leafs > this.size) {
+      throw new GraphFullError(
+        `buildForwardExpand: the graph holds ${this.size} nodes and ${this.size} leafs; this would make ${nodes} nodes and ${leafs} leafs (create it with ctx.newGraphCustom(size))`,
+      );
+    }
+    for (const t of [...newNodes, ...newLeafs]) this.context._depend(t.context);
+    runtime().lib.symbols.wsp_ggml_build_forward_expand(this.#ptr, tensor._ptr);
+    for (const p of seen) this.#visited.add(p);
+    this.#nodes.push(...newNodes);
+    this.#leafs.push(...newLeafs);
+    this.#checked = false;
+    return this;
+  }
+
+  /**
+   * Adds the backward pass: the gradients of the loss (a tensor marked with
+   * `setLoss()`) with respect to the parameters (`setParam()`), created in
+   * `context` (`wsp_ggml_build_backward_expand`). The graph needs gradient
+   * slots (`ctx.newGraphCustom(size, true)`).
+   *
+   * @param context where the gradient tensors are created (default: the graph's)
+   */
+  buildBackwardExpand(context: Context = this.context): this {
+    this.context._pool("buildBackwardExpand");
+    context._pool("buildBackwardExpand: context");
+    if (!this.grads) throw new ArgumentError("buildBackwardExpand: the graph has no gradient slots; create it with ctx.newGraphCustom(size, true)");
+    if (this.#nodes.length === 0) throw new ArgumentError("buildBackwardExpand: the graph has no nodes; call buildForwardExpand first");
+    const nodes = this.#nodes;
+    if (!nodes.some((n) => n.flags & TensorFlag.PARAM)) {
+      throw new ArgumentError("buildBackwardExpand: no trainable parameters found (mark them with setParam())");
+    }
+    if (!nodes.some((n) => n.flags & TensorFlag.LOSS)) throw new ArgumentError("buildBackwardExpand: no loss found (mark it with setLoss())");
+    // Which nodes need a gradient, as ggml computes it; each must support a backward pass.
+    const needs = new Set<number>();
+    for (const n of nodes) {
+      if (n.type === Type.I32) continue;
+      let need = (n.flags & (TensorFlag.PARAM | TensorFlag.LOSS)) !== 0;
+      const src = n.src;
+      if (!need) {
+        for (const s of src) {
+          if (!needs.has(s._ptr)) continue;
+          if (s.type !== Type.F32 && s.type !== Type.F16) {
+            throw new GgmlTypeError(`buildBackwardExpand: ${s.describe()} needs a gradient but is neither f32 nor f16`);
+          }
+          need = true;
+          break;
+        }
+      }
+      if (!need) continue;
+      if (n.viewSrc && ![Op.CPY, Op.VIEW, Op.RESHAPE, Op.PERMUTE, Op.TRANSPOSE].includes(n.op as never)) {
+        throw new ArgumentError(`buildBackwardExpand: ${n.describe()} is an in-place op, which has no backward pass`);
+      }
+      if (n.op !== Op.NONE && !BACKWARD_OPS.has(n.op)) {
+        const name = Object.entries(Op).find(([, v]) => v === n.op)?.[0];
+        throw new UnsupportedOpError(`buildBackwardExpand: ${n.describe()} (op ${name}) has no backward pass in ggml`);
+      }
+      needs.add(n._ptr);
+    }
+    // Gradients need room: a generous bound of 8 tensors of the node's size per node.
+    const rt = runtime();
+    let bound = 0;
+    for (const n of nodes) if (needs.has(n._ptr)) bound += 8 * (rt.objectSize + rt.tensorSize + (context.noAlloc ? 0 : n.nelements * 4 + 16));
+    if (context.usedMem + bound > context.memSize) {
+      throw new GraphFullError(`buildBackwardExpand: the context may not hold the gradients (up to ${bound} bytes, ${context.memSize - context.usedMem} free)`);
+    }
+    const before = context.usedMem;
+    rt.lib.symbols.wsp_ggml_build_backward_expand(context._ptr, this.#ptr, 0);
+    if (context.usedMem !== before) this.context._depend(context);
+    // The backward pass added nodes: resynchronise the mirror from C.
+    this.#nodes.length = 0;
+    for (let i = 0, n = this.nNodes; i < n; i++) {
+      const t = this.node(i);
+      this.#nodes.push(t);
+      this.#visited.add(t._ptr);
+    }
+    for (const t of this.#nodes) for (const s of t.src) if (!this.#visited.has(s._ptr)) { this.#visited.add(s._ptr); this.#leafs.push(s); }
+    this.#checked = false;
+    return this;
+  }
+
+  /** The gradient of `node` after {@linkcode buildBackwardExpand}, or null (`wsp_ggml_graph_get_grad`). */
+  grad(node: Tensor): Tensor | null {
+    if (!(node instanceof Tensor)) throw new ArgumentError("grad: expected a Tensor");
+    node.context._pool("grad");
+    if (!this.grads) return null;
+    const p = runtime().lib.symbols.wsp_ggml_graph_get_grad(this.pointer, node._ptr);
+    return p === 0 ? null : this.context._resolve(p);
+  }
+
+  /** Resets the gradients: 1 for the loss, 0 elsewhere (`wsp_ggml_graph_reset`). */
+  reset(): this {
+    if (!this.grads) throw new ArgumentError("reset: the graph has no gradient slots");
+    for (const n of this.#nodes) {
+      const g = this.grad(n);
+      if (g && !g.isAllocated) throw new NotAllocatedError(`reset: the gradient of ${n.describe()} is not allocated`);
+    }
+    runtime().lib.symbols.wsp_ggml_graph_reset(this.pointer);
+    return this;
+  }
+
+  #preflight(): void {
+    for (const c of this.context._reachable()) c._pool("compute: a context the graph uses");
+    if (this.#checked) return;
+    const rt = runtime();
+    const backend = rt.cpuBackend();
+    for (const t of [...this.#leafs, ...this.#nodes]) {
+      if (t._data === 0) throw new NotAllocatedError(`compute: ${t.describe()} has no data (tensor not allocated: its context was created with noAlloc)`);
+    }
+    for (const t of this.#nodes) {
+      if (!rt.lib.symbols.wsp_ggml_backend_supports_op(backend, t._ptr)) {
+        const name = ffi.readCString(rt.lib.symbols.wsp_ggml_op_desc(t._ptr));
+        throw new UnsupportedOpError(`compute: the CPU backend does not support ${name} on ${t.describe()} (sources: ${t.src.map((s) => s.describe()).join(", ")})`);
+      }
+    }
+    this.#checked = true;
+  }
+
+  /**
+   * Computes the graph on the CPU backend (`wsp_ggml_backend_graph_compute`).
+   * Returns this graph.
+   *
+   * @throws {NotAllocatedError} when a tensor of the graph has no data
+   * @throws {UnsupportedOpError} when the CPU backend cannot compute a node
+   * @throws {ComputeError} when ggml reports a failure
+   */
+  compute(options: ComputeOptions = {}): this {
+    const nThreads = int("nThreads", options.nThreads ?? DEFAULT_N_THREADS);
+    if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
+    this.context._pool("compute");
+    if (this.#nodes.length === 0) return this;
+    this.#preflight();
+    const rt = runtime();
+    const s = rt.lib.symbols;
+    const backend = rt.cpuBackend();
+    s.wsp_ggml_backend_cpu_set_n_threads(backend, nThreads);
+    const status = s.wsp_ggml_backend_graph_compute(backend, this.#ptr);
+    if (status !== Status.SUCCESS) throw new ComputeError(`compute failed: ${ffi.readCString(s.wsp_ggml_status_to_string(status))}`, status);
+    return this;
+  }
+}

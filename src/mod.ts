@@ -1,0 +1,55 @@
+/**
+ * wsp-ggml: the ggml tensor library (whisper.rn's `wsp_ggml`) for TypeScript
+ * on Deno, Bun and Node.js.
+ *
+ * ```ts
+ * import { Context, Type } from "wsp-ggml";
+ * using ctx = new Context({ memSize: 16 << 20 });
+ * const a = ctx.newTensor2d(Type.F32, 2, 2).set(new Float32Array([1, 2, 3, 4]));
+ * const b = ctx.newTensor2d(Type.F32, 2, 2).set(new Float32Array([5, 6, 7, 8]));
+ * const c = ctx.mulMat(a, b);
+ * ctx.newGraph().buildForwardExpand(c).compute({ nThreads: 2 });
+ * console.log(c.get());
+ * ```
+ *
+ * @module
+ */
+export { Context, type ContextOptions, memoryStats, type MemoryStats } from "./context.ts";
+export { Tensor, type TensorData } from "./tensor.ts";
+export { type ComputeOptions, Graph } from "./graph.ts";
+export type { OpChecks } from "./ops.gen.ts";
+export * from "./errors.ts";
+export {
+  baseLibraryName,
+  BUILD_COMMAND,
+  cpuVariants,
+  type Library,
+  LIBRARY_PATH_ENV,
+  type LibraryLocation,
+  loadLibrary,
+  type LoadOptions,
+  localBuildDir,
+  locateLibrary,
+  platformPackage,
+} from "./loader.ts";
+export type { TypeTraits } from "./runtime.ts";
+export {
+  DEFAULT_GRAPH_SIZE,
+  DEFAULT_N_THREADS,
+  GluOp,
+  MAX_DIMS,
+  MAX_NAME,
+  MAX_N_THREADS,
+  Op,
+  OpPool,
+  Prec,
+  ROPE_TYPE_MROPE,
+  ROPE_TYPE_NEOX,
+  ROPE_TYPE_VISION,
+  ScaleMode,
+  SortOrder,
+  Status,
+  TensorFlag,
+  Type,
+  UnaryOp,
+} from "./bindings.gen.ts";

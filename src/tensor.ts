@@ -1,0 +1,431 @@
+/**
+ * {@linkcode Tensor}: a `struct wsp_ggml_tensor` that lives in a
+ * {@linkcode Context}'s pool. Its properties are read from the struct through
+ * the generated layout, with no native call.
+ *
+ * @module
+ */
+import { layouts, MAX_DIMS, MAX_NAME, Op, TensorFlag, Type, UnaryOp, GluOp } from "./bindings.gen.ts";
+import { ArgumentError, BoundsError, GgmlTypeError, NotAllocatedError, ShapeError } from "./errors.ts";
+import { ffi, keepAlive } from "./loader.ts";
+import type { Context } from "./context.ts";
+import { runtime, type TypeTraits } from "./runtime.ts";
+
+const F = layouts.wsp_ggml_tensor.fields;
+const NE = F.ne.offset, NB = F.nb.offset;
+
+/** Reads a little-endian 64-bit integer as a number (exact below 2^53). */
+function i64At(view: DataView, at: number): number {
+  return view.getUint32(at, true) + view.getInt32(at + 4, true) * 2 ** 32;
+}
+
+/** The typed array that holds a tensor's elements in JS. */
+export type TensorData =
+  | Float32Array
+  | Float64Array
+  | Uint16Array
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | BigInt64Array
+  | Uint8Array;
+
+type ArrayCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number): TensorData; readonly BYTES_PER_ELEMENT: number; readonly name: string };
+
+/** The typed array whose elements are a tensor type's elements (raw storage), by type. */
+const STORAGE: Partial<Record<number, ArrayCtor>> = {
+  [Type.F32]: Float32Array,
+  [Type.F64]: Float64Array,
+  [Type.F16]: Uint16Array,
+  [Type.BF16]: Uint16Array,
+  [Type.I8]: Int8Array,
+  [Type.I16]: Int16Array,
+  [Type.I32]: Int32Array,
+  [Type.I64]: BigInt64Array,
+};
+
+/** Where a tensor's data lives in JS memory. */
+export interface DataLocation {
+  /** The pool's buffer (detached once its context is freed). */
+  readonly buffer: ArrayBuffer;
+  /** Byte offset of the data in `buffer`. */
+  readonly offset: number;
+}
+
+/**
+ * A tensor of a {@linkcode Context}. Create tensors with the context
+ * (`ctx.newTensor2d(Type.F32, 4, 3)`) or with ops (`ctx.mulMat(a, b)`); the
+ * tensor keeps its context alive, and every use after the context is freed
+ * throws {@linkcode UseAfterFreeError}.
+ */
+export class Tensor {
+  /** The context that owns this tensor. */
+  readonly context: Context;
+  /** @internal The native address of the struct. */
+  readonly _ptr: number;
+  /** @internal The struct's byte offset in the context's pool. */
+  readonly _off: number;
+
+  /** @internal Tensors come from a {@linkcode Context}; this is not a public constructor. */
+  constructor(context: Context, ptr: number, offset: number) {
+    this.context = context;
+    this._ptr = ptr;
+    this._off = offset;
+  }
+
+  #view(): DataView {
+    return this.context._pool("tensor");
+  }
+
+  /** The native address of the `struct wsp_ggml_tensor` (for raw bindings; valid while the context lives). */
+  get pointer(): number {
+    this.#view();
+    return this._ptr;
+  }
+
+  /** The element type (`Type`). */
+  get type(): Type {
+    return this.#view().getInt32(this._off + F.type.offset, true) as Type;
+  }
+
+  /** The traits of {@linkcode type}. */
+  get traits(): TypeTraits {
+    return runtime().types.get(this.type)!;
+  }
+
+  /** Elements per dimension, innermost first (ggml's `ne`; always 4 entries). */
+  get shape(): [number, number, number, number] {
+    const v = this.#view(), o = this._off + NE;
+    return [i64At(v, o), i64At(v, o + 8), i64At(v, o + 16), i64At(v, o + 24)];
+  }
+
+  /** Stride in bytes per dimension (ggml's `nb`; always 4 entries). */
+  get strides(): [number, number, number, number] {
+    const v = this.#view(), o = this._off + NB;
+    return [i64At(v, o), i64At(v, o + 8), i64At(v, o + 16), i64At(v, o + 24)];
+  }
+
+  /** Elements in dimension `i` (`ne[i]`). */
+  ne(i: number): number {
+    if (!Number.isInteger(i) || i < 0 || i >= MAX_DIMS) throw new BoundsError(`dimension ${i} is not in 0..${MAX_DIMS - 1}`);
+    return i64At(this.#view(), this._off + NE + 8 * i);
+  }
+
+  /** Stride in bytes of dimension `i` (`nb[i]`). */
+  nb(i: number): number {
+    if (!Number.isInteger(i) || i < 0 || i >= MAX_DIMS) throw new BoundsError(`dimension ${i} is not in 0..${MAX_DIMS - 1}`);
+    return i64At(this.#view(), this._off + NB + 8 * i);
+  }
+
+  /** Number of dimensions, trailing 1s left out (at least 1; `wsp_ggml_n_dims`). */
+  get nDims(): number {
+    const ne = this.shape;
+    for (let i = MAX_DIMS - 1; i >= 1; i--) if (ne[i] > 1) return i + 1;
+    return 1;
+  }
+
+  /** Total number of elements. */
+  get nelements(): number {
+    const [a, b, c, d] = this.shape;
+    return a * b * c * d;
+  }
+
+  /** Number of rows (`ne[1] * ne[2] * ne[3]`). */
+  get nrows(): number {
+    const [, b, c, d] = this.shape;
+    return b * c * d;
+  }
+
+  /** Bytes spanned by the data (`wsp_ggml_nbytes`). */
+  get nbytes(): number {
+    const ne = this.shape, nb = this.strides;
+    if (ne.some((n) => n <= 0)) return 0;
+    const { blckSize, typeSize } = this.traits;
+    let bytes = blckSize === 1 ? typeSize : (ne[0] * nb[0]) / blckSize;
+    for (let i = blckSize === 1 ? 0 : 1; i < MAX_DIMS; i++) bytes += (ne[i] - 1) * nb[i];
+    return bytes;
+  }
+
+  /** The operation that produces this tensor (`Op.NONE` for a leaf). */
+  get op(): Op {
+    return this.#view().getInt32(this._off + F.op.offset, true) as Op;
+  }
+
+  /** The unary op when {@linkcode op} is `Op.UNARY`, the GLU op when it is `Op.GLU`, else undefined. */
+  get subOp(): UnaryOp | GluOp | undefined {
+    const op = this.op;
+    if (op !== Op.UNARY && op !== Op.GLU) return undefined;
+    return this.#view().getInt32(this._off + F.op_params.offset, true) as UnaryOp;
+  }
+
+  /** Integer op parameter `i` (`op_params[i]`). */
+  opParam(i: number): number {
+    const n = F.op_params.length;
+    if (!Number.isInteger(i) || i < 0 || i >= n) throw new BoundsError(`op parameter ${i} is not in 0..${n - 1}`);
+    return this.#view().getInt32(this._off + F.op_params.offset + 4 * i, true);
+  }
+
+  /** Tensor flags (`TensorFlag` bits). */
+  get flags(): number {
+    return this.#view().getInt32(this._off + F.flags.offset, true);
+  }
+
+  /** The source tensors of the op, in order (`src[]` without the NULLs at the end). */
+  get src(): Tensor[] {
+    const v = this.#view(), out: Tensor[] = [];
+    for (let i = 0; i < F.src.length; i++) {
+      const p = i64At(v, this._off + F.src.offset + 8 * i);
+      if (p !== 0) out.push(this.context._resolve(p));
+    }
+    return out;
+  }
+
+  /** The tensor this one is a view of, if any. */
+  get viewSrc(): Tensor | null {
+    const p = i64At(this.#view(), this._off + F.view_src.offset);
+    return p === 0 ? null : this.context._resolve(p);
+  }
+
+  /** @internal The native data address (0 when not allocated). */
+  get _data(): number {
+    return i64At(this.#view(), this._off + F.data.offset);
+  }
+
+  /** Whether the tensor has data (false in a `noAlloc` context). */
+  get isAllocated(): boolean {
+    return this._data !== 0;
+  }
+
+  /** The tensor's name (at most 63 bytes of UTF-8). */
+  get name(): string {
+    const v = this.#view();
+    const bytes = new Uint8Array(v.buffer, v.byteOffset + this._off + F.name.offset, MAX_NAME);
+    const end = bytes.indexOf(0);
+    return new TextDecoder().decode(bytes.subarray(0, end < 0 ? MAX_NAME : end));
+  }
+
+  set name(value: string) {
+    this.setName(value);
+  }
+
+  /** Sets the name (`wsp_ggml_set_name`; longer names are cut at 63 bytes, as in C). Returns this tensor. */
+  setName(value: string): this {
+    if (typeof value !== "string") throw new ArgumentError(`a tensor name must be a string, got ${typeof value}`);
+    if (value.includes("\0")) throw new ArgumentError("a tensor name cannot contain NUL");
+    const v = this.#view();
+    const bytes = new Uint8Array(v.buffer, v.byteOffset + this._off + F.name.offset, MAX_NAME);
+    const encoded = new TextEncoder().encode(value);
+    let n = Math.min(encoded.length, MAX_NAME - 1);
+    while (n > 0 && n < encoded.length && (encoded[n] & 0xc0) === 0x80) n--; // never cut inside a character
+    bytes.fill(0);
+    bytes.set(encoded.subarray(0, n));
+    return this;
+  }
+
+  /** Whether the elements are stored densely in order (`wsp_ggml_is_contiguous`). */
+  get isContiguous(): boolean {
+    return this.isContiguousN(0);
+  }
+
+  /**
+   * Whether dimensions above `n` are contiguous (`wsp_ggml_is_contiguous_0/1/2`:
+   * `n = 1` lets rows be strided, as unary ops accept).
+   */
+  isContiguousN(n: number): boolean {
+    const ne = this.shape, nb = this.strides;
+    const { blckSize, typeSize } = this.traits;
+    let next = typeSize;
+    if (ne[0] !== blckSize && nb[0] !== next) return false;
+    next *= ne[0] / blckSize;
+    for (let i = 1; i < MAX_DIMS; i++) {
+      if (ne[i] === 1) continue;
+      if (i > n) {
+        if (nb[i] !== next) return false;
+        next *= ne[i];
+      } else {
+        next = ne[i] * nb[i];
+      }
+    }
+    return true;
+  }
+
+  /** Whether dimensions 0 and 1 are swapped in memory (`wsp_ggml_is_transposed`). */
+  get isTransposed(): boolean {
+    const nb = this.strides;
+    return nb[0] > nb[1];
+  }
+
+  /** Marks the tensor as a trainable parameter (`wsp_ggml_set_param`; only a leaf can be one). */
+  setParam(): this {
+    if (this.op !== Op.NONE) throw new ArgumentError(`setParam: only a leaf tensor (op NONE) can be a parameter; ${this.describe()} is produced by an op`);
+    this.#setFlag(TensorFlag.PARAM);
+    return this;
+  }
+
+  /** Marks the tensor as the loss to minimise (`wsp_ggml_set_loss`; a scalar f32). */
+  setLoss(): this {
+    if (this.type !== Type.F32) throw new GgmlTypeError(`setLoss: the loss must be f32, ${this.describe()} is not`);
+    if (this.nelements !== 1) throw new ShapeError(`setLoss: the loss must be a scalar, ${this.describe()} is not`);
+    this.#setFlag(TensorFlag.LOSS);
+    return this;
+  }
+
+  /** Marks the tensor as a graph input (`wsp_ggml_set_input`). */
+  setInput(): this {
+    this.#setFlag(TensorFlag.INPUT);
+    return this;
+  }
+
+  /** Marks the tensor as a graph output (`wsp_ggml_set_output`). */
+  setOutput(): this {
+    this.#setFlag(TensorFlag.OUTPUT);
+    return this;
+  }
+
+  #setFlag(flag: number): void {
+    const v = this.#view();
+    v.setInt32(this._off + F.flags.offset, v.getInt32(this._off + F.flags.offset, true) | flag, true);
+  }
+
+  /** A short description for messages: `'name' f32 [4, 3, 1, 1]`. */
+  describe(): string {
+    const name = this.name;
+    return `${name ? `'${name}' ` : "tensor "}${this.traits?.name ?? this.type} [${this.shape.join(", ")}]`;
+  }
+
+  /** @internal Where the data lives, or a {@linkcode NotAllocatedError}. */
+  _location(what: string): DataLocation {
+    const data = this._data;
+    if (data === 0) {
+      throw new NotAllocatedError(`${what}: ${this.describe()} has no data (tensor not allocated: its context was created with noAlloc)`);
+    }
+    return this.context._locate(data, this.nbytes, what);
+  }
+
+  /**
+   * A zero-copy view of the data: `Float32Array` for f32, `Uint16Array` (raw
+   * bits) for f16 and bf16, `Int32Array` for i32, …, `Uint8Array` (raw
+   * blocks) for quantized types. Writes go straight to the tensor. The view
+   * is detached (length 0, every access `undefined` or a TypeError) the
+   * moment the context that owns the memory is freed: it never dangles.
+   *
+   * @throws {ShapeError} when the tensor is not contiguous (use `get()`, or `ctx.cont()`)
+   */
+  view(): TensorData {
+    if (!this.isContiguous) throw new ShapeError(`view: ${this.describe()} is not contiguous; use get() or ctx.cont()`);
+    const { buffer, offset } = this._location("view");
+    const ctor = STORAGE[this.type];
+    if (!ctor) return new Uint8Array(buffer, offset, this.nbytes);
+    if (offset % ctor.BYTES_PER_ELEMENT !== 0) {
+      throw new ShapeError(`view: the data of ${this.describe()} is not aligned for a ${ctor.name}`);
+    }
+    return new ctor(buffer, offset, this.nelements);
+  }
+
+  /**
+   * Copies `values` into the tensor. Accepted: `Float32Array` for f32;
+   * `Float32Array` (converted, round to nearest even) or `Uint16Array` (raw
+   * bits) for f16 and bf16; `Int32Array` for i32 (and the other integer
+   * types' own arrays); `Uint8Array` of exactly {@linkcode nbytes} bytes for
+   * quantized types (raw blocks). The length must be the element count.
+   *
+   * @throws {GgmlTypeError} for an array type the tensor type does not take
+   * @throws {BoundsError} when the length differs
+   * @throws {NotAllocatedError} when the tensor has no data
+   */
+  set(values: ArrayLike<number> | TensorData): this {
+    const type = this.type;
+    const storage = STORAGE[type];
+    const convert = (type === Type.F16 || type === Type.BF16) && values instanceof Float32Array;
+    if (!ArrayBuffer.isView(values)) {
+      throw new GgmlTypeError(`set: expected a typed array for ${this.describe()}, got ${values === null ? "null" : typeof values}`);
+    }
+    const want = storage ?? Uint8Array;
+    if (!convert && !(values instanceof want)) {
+      const accepted = convert || type === Type.F16 || type === Type.BF16 ? "Float32Array or Uint16Array" : want.name;
+      throw new GgmlTypeError(`set: ${this.describe()} takes a ${accepted}, got ${values.constructor.name}`);
+    }
+    const count = storage || convert ? this.nelements : this.nbytes;
+    if (values.length !== count) {
+      throw new BoundsError(`set: ${this.describe()} holds ${count} ${storage || convert ? "elements" : "bytes"}, got ${values.length} (tensor write out of bounds)`);
+    }
+    if (!this.isContiguous) throw new ShapeError(`set: ${this.describe()} is not contiguous; set the tensor it views`);
+    const { buffer, offset } = this._location("set");
+    if (convert) {
+      const s = runtime().lib.symbols;
+      const dst = this._data;
+      const src = values as Float32Array;
+      if (type === Type.F16) s.wsp_ggml_fp32_to_fp16_row(ffi.addressOf(src), dst, count);
+      else s.wsp_ggml_fp32_to_bf16_row(ffi.addressOf(src), dst, count);
+      keepAlive(src);
+    } else {
+      const v = values as TensorData;
+      new Uint8Array(buffer, offset, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+    }
+    return this;
+  }
+
+  /** A copy of the raw bytes of the elements, in logical order (strided tensors are gathered). */
+  bytes(): Uint8Array {
+    const { buffer, offset } = this._location("get");
+    const size = this.nbytes;
+    if (this.isContiguous) return new Uint8Array(buffer, offset, size).slice();
+    const { blckSize, typeSize } = this.traits;
+    if (blckSize !== 1) throw new ShapeError(`get: ${this.describe()} is quantized and not contiguous`);
+    const ne = this.shape, nb = this.strides;
+    const out = new Uint8Array(this.nelements * typeSize);
+    const src = new Uint8Array(buffer, offset, size);
+    let at = 0;
+    for (let i3 = 0; i3 < ne[3]; i3++) {
+      for (let i2 = 0; i2 < ne[2]; i2++) {
+        for (let i1 = 0; i1 < ne[1]; i1++) {
+          const row = i1 * nb[1] + i2 * nb[2] + i3 * nb[3];
+          if (nb[0] === typeSize) {
+            out.set(src.subarray(row, row + ne[0] * typeSize), at);
+            at += ne[0] * typeSize;
+          } else {
+            for (let i0 = 0; i0 < ne[0]; i0++, at += typeSize) {
+              const e = row + i0 * nb[0];
+              out.set(src.subarray(e, e + typeSize), at);
+            }
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * A copy of the elements in logical order: `Float32Array` for f32, f16 and
+   * bf16 (converted), `Int32Array` for i32, the matching typed array for the
+   * other plain types, and the raw bytes (`Uint8Array`) for quantized types.
+   * Works for non-contiguous tensors (views, permutations) too.
+   */
+  get(): TensorData {
+    const type = this.type;
+    const raw = this.bytes();
+    if (type === Type.F16 || type === Type.BF16) {
+      const n = raw.length / 2;
+      const out = new Float32Array(n);
+      const s = runtime().lib.symbols;
+      if (type === Type.F16) s.wsp_ggml_fp16_to_fp32_row(ffi.addressOf(raw), ffi.addressOf(out), n);
+      else s.wsp_ggml_bf16_to_fp32_row(ffi.addressOf(raw), ffi.addressOf(out), n);
+      keepAlive([raw, out]);
+      return out;
+    }
+    const ctor = STORAGE[type];
+    return ctor ? new ctor(raw.buffer as ArrayBuffer, 0, raw.length / ctor.BYTES_PER_ELEMENT) : raw;
+  }
+
+  /** The elements as numbers (a plain array; for f16/bf16 the converted values). */
+  toArray(): number[] {
+    return Array.from(this.get() as ArrayLike<number | bigint>, Number);
+  }
+
+  /** Sets every byte of the data to 0 (`wsp_ggml_set_zero`). */
+  setZero(): this {
+    const { buffer, offset } = this._location("setZero");
+    new Uint8Array(buffer, offset, this.nbytes).fill(0);
+    return this;
+  }
+}
