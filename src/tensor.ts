@@ -30,6 +30,22 @@ export type TensorData =
   | BigInt64Array
   | Uint8Array;
 
+/** A typed array class, to ask `get()` / `view()` for a specific array type. */
+export interface ArrayType<A extends TensorData> {
+  /** Constructs the array (as typed arrays do). */
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): A;
+  /** The class name, for messages. */
+  readonly name: string;
+}
+
+/** `value` as an `A`, or a {@linkcode GgmlTypeError} naming what it is. */
+function as<A extends TensorData>(op: string, t: Tensor, value: TensorData, type: ArrayType<A> | undefined): A {
+  if (type !== undefined && !(value instanceof type)) {
+    throw new GgmlTypeError(`${op}: ${t.describe()} reads as a ${value.constructor.name}, not a ${type.name}`);
+  }
+  return value as A;
+}
+
 type ArrayCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number): TensorData; readonly BYTES_PER_ELEMENT: number; readonly name: string };
 
 /** The typed array whose elements are a tensor type's elements (raw storage), by type. */
@@ -309,9 +325,19 @@ export class Tensor {
    * is detached (length 0, every access `undefined` or a TypeError) the
    * moment the context that owns the memory is freed: it never dangles.
    *
+   * Pass the array class (`t.view(Float32Array)`) to have the result typed
+   * as that class; it is checked against the tensor's type.
+   *
    * @throws {ShapeError} when the tensor is not contiguous (use `get()`, or `ctx.cont()`)
+   * @throws {GgmlTypeError} when `type` is given and is not the tensor's array type
    */
-  view(): TensorData {
+  view(): TensorData;
+  view<A extends TensorData>(type: ArrayType<A>): A;
+  view<A extends TensorData>(type?: ArrayType<A>): TensorData {
+    return as("view", this, this.#viewAny(), type);
+  }
+
+  #viewAny(): TensorData {
     if (!this.isContiguous) throw new ShapeError(`view: ${this.describe()} is not contiguous; use get() or ctx.cont()`);
     const { buffer, offset } = this._location("view");
     const ctor = STORAGE[this.type];
@@ -399,9 +425,19 @@ export class Tensor {
    * A copy of the elements in logical order: `Float32Array` for f32, f16 and
    * bf16 (converted), `Int32Array` for i32, the matching typed array for the
    * other plain types, and the raw bytes (`Uint8Array`) for quantized types.
-   * Works for non-contiguous tensors (views, permutations) too.
+   * Works for non-contiguous tensors (views, permutations) too. Pass the
+   * array class (`t.get(Float32Array)`) to have the result typed as that
+   * class; it is checked against the tensor's type.
+   *
+   * @throws {GgmlTypeError} when `type` is given and is not what the tensor reads as
    */
-  get(): TensorData {
+  get(): TensorData;
+  get<A extends TensorData>(type: ArrayType<A>): A;
+  get<A extends TensorData>(type?: ArrayType<A>): TensorData {
+    return as("get", this, this.#getAny(), type);
+  }
+
+  #getAny(): TensorData {
     const type = this.type;
     const raw = this.bytes();
     if (type === Type.F16 || type === Type.BF16) {

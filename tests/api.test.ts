@@ -1,0 +1,273 @@
+// The API on the running runtime: loader, Context, Tensor (layout reads,
+// set/get with conversions, zero-copy views), Graph, ownership.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  BUILD_COMMAND,
+  Context,
+  GgmlError,
+  Graph,
+  LIBRARY_PATH_ENV,
+  LibraryNotFoundError,
+  loadLibrary,
+  localBuildDir,
+  locateLibrary,
+  Op,
+  platformPackage,
+  Tensor,
+  TensorFlag,
+  Type,
+  UseAfterFreeError,
+} from "../mod.ts";
+
+const MiB = 1 << 20;
+
+describe("loader", () => {
+  test("finds the local build and opens the best CPU variant", () => {
+    const lib = loadLibrary();
+    assert.equal(lib.location.source, "local");
+    assert.equal(lib.location.dir, localBuildDir());
+    assert.ok(lib.cpuVariant.length > 0, "variant name");
+    assert.ok(lib.cpuPath.includes(lib.cpuVariant), `${lib.cpuPath} is the ${lib.cpuVariant} variant`);
+    assert.notEqual(lib.cpuReg, 0, "registered with ggml's backend registry");
+    assert.equal(lib.symbols.wsp_ggml_backend_reg_count() >= 1, true);
+  });
+
+  test("the explicit option and the environment variable come first", () => {
+    const dir = localBuildDir();
+    assert.equal(locateLibrary({ path: dir }, {}).source, "option");
+    assert.equal(locateLibrary({}, { [LIBRARY_PATH_ENV]: dir }).source, "env");
+    assert.equal(locateLibrary({ path: dir }, { [LIBRARY_PATH_ENV]: "/nonexistent" }).source, "option");
+  });
+
+  test("an explicit place without the library is an error listing it", () => {
+    const empty = mkdtempSync(join(tmpdir(), "wsp-empty-"));
+    try {
+      writeFileSync(join(empty, "README"), "");
+      assert.throws(() => locateLibrary({}, { [LIBRARY_PATH_ENV]: empty }), (e: unknown) => {
+        assert.ok(e instanceof LibraryNotFoundError && e instanceof GgmlError);
+        assert.equal(e.code, "LIBRARY_NOT_FOUND");
+        assert.match(e.message, new RegExp(`${LIBRARY_PATH_ENV}: .* has no `));
+        assert.match(e.message, new RegExp(BUILD_COMMAND.replace(/ /g, " ")));
+        return true;
+      });
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  test("nothing found: every place looked, the platform package and the build command", () => {
+    // locateLibrary with an empty environment and a missing local build is what a fresh install sees.
+    const searched = [`the path option: not set`, `${LIBRARY_PATH_ENV}: not set`];
+    const e = new LibraryNotFoundError("x", searched);
+    assert.deepEqual(e.searched, searched);
+    assert.match(platformPackage("linux", "x64"), /^@wsp-ggml\/linux-x64$/);
+    assert.throws(() => loadLibrary({ path: "/nonexistent/wsp" }), (err: unknown) =>
+      err instanceof LibraryNotFoundError && /the path option: \/nonexistent\/wsp does not exist/.test(err.message) &&
+      /npm run build/.test(err.message));
+  });
+});
+
+describe("Context", () => {
+  test("memory accounting", () => {
+    const ctx = new Context({ memSize: MiB });
+    assert.equal(ctx.memSize, MiB);
+    assert.equal(ctx.usedMem, 0);
+    assert.equal(ctx.noAlloc, false);
+    ctx.newTensor1d(Type.F32, 10);
+    // object header + tensor struct + 40 bytes of data padded to 16
+    assert.equal(ctx.usedMem, Number(loadLibrary().symbols.wsp_ggml_tensor_overhead()) + 48);
+    ctx.free();
+    assert.equal(ctx.freed, true);
+  });
+
+  test("free is idempotent and `using` frees", () => {
+    const ctx = new Context({ memSize: MiB });
+    ctx.free();
+    ctx.free();
+    ctx[Symbol.dispose]();
+    let escaped: Context;
+    {
+      using inner = new Context({ memSize: MiB });
+      escaped = inner;
+      assert.equal(inner.freed, false);
+    }
+    assert.equal(escaped.freed, true);
+  });
+
+  test("tensors(), getTensor() and names", () => {
+    using ctx = new Context({ memSize: MiB });
+    const a = ctx.newTensor1d(Type.F32, 4).setName("a");
+    const b = ctx.newTensor2d(Type.I32, 2, 2);
+    b.name = "b";
+    assert.deepEqual([...ctx.tensors()].map((t) => t.name), ["a", "b"]);
+    assert.equal(ctx.getTensor("b"), b);
+    assert.equal(ctx.getTensor("zzz"), null);
+    assert.equal(ctx.getTensor("a"), a, "one object per tensor");
+    a.name = "x".repeat(100);
+    assert.equal(a.name, "x".repeat(63), "cut at 63 bytes as in C");
+    a.name = "é".repeat(40);
+    assert.equal(a.name, "é".repeat(31), "never cut inside a character");
+  });
+});
+
+describe("Tensor", () => {
+  test("properties through the layout", () => {
+    using ctx = new Context({ memSize: MiB });
+    const t = ctx.newTensor3d(Type.F32, 5, 3, 2);
+    assert.equal(t.type, Type.F32);
+    assert.deepEqual(t.shape, [5, 3, 2, 1]);
+    assert.deepEqual(t.strides, [4, 20, 60, 120]);
+    assert.equal(t.nDims, 3);
+    assert.equal(t.nelements, 30);
+    assert.equal(t.nbytes, 120);
+    assert.equal(t.op, Op.NONE);
+    assert.equal(t.isContiguous, true);
+    assert.equal(t.isAllocated, true);
+    const s = loadLibrary().symbols;
+    assert.equal(t.nbytes, s.wsp_ggml_nbytes(t.pointer));
+    const p = ctx.permute(t, 1, 0, 2, 3);
+    assert.equal(p.op, Op.PERMUTE);
+    assert.deepEqual(p.shape, [3, 5, 2, 1]);
+    assert.equal(p.isContiguous, s.wsp_ggml_is_contiguous(p.pointer));
+    assert.equal(p.isContiguous, false);
+    assert.equal(p.isTransposed, true);
+    assert.equal(p.src[0], t);
+    assert.equal(p.viewSrc, t);
+    const q = ctx.newTensor2d(Type.Q4_0, 64, 2);
+    assert.equal(q.nbytes, s.wsp_ggml_nbytes(q.pointer));
+    assert.equal(q.traits.quantized, true);
+    assert.equal(q.traits.blckSize, 32);
+  });
+
+  test("set/get f32, i32, f16 (converted and raw), quantized bytes", () => {
+    using ctx = new Context({ memSize: MiB });
+    const f = ctx.newTensor1d(Type.F32, 3).set(new Float32Array([1.5, -2, 3]));
+    assert.deepEqual(f.toArray(), [1.5, -2, 3]);
+    const i = ctx.newTensor1d(Type.I32, 2).set(new Int32Array([7, -9]));
+    assert.deepEqual(i.toArray(), [7, -9]);
+    const h = ctx.newTensor1d(Type.F16, 4).set(new Float32Array([1, 0.1, 65504, 1e-8]));
+    assert.ok(h.get() instanceof Float32Array);
+    // f16: 0.1 → 0.0999755859375 (nearest), 1e-8 → 0 (below the smallest subnormal / 2)
+    assert.deepEqual(h.toArray(), [1, 0.0999755859375, 65504, 0]);
+    assert.deepEqual(Array.from(h.view() as Uint16Array), [0x3c00, 0x2e66, 0x7bff, 0]);
+    h.set(new Uint16Array([0xc000, 0x3800, 0x7c00, 0x0001]));
+    assert.deepEqual(h.toArray(), [-2, 0.5, Infinity, 2 ** -24]);
+    const bf = ctx.newTensor1d(Type.BF16, 2).set(new Float32Array([1, -3.5]));
+    assert.deepEqual(bf.toArray(), [1, -3.5]);
+    const q = ctx.newTensor1d(Type.Q8_0, 32);
+    const raw = new Uint8Array(q.nbytes).map((_, k) => k);
+    q.set(raw);
+    assert.deepEqual(q.get(), raw);
+  });
+
+  test("get() gathers non-contiguous tensors", () => {
+    using ctx = new Context({ memSize: MiB });
+    const t = ctx.newTensor2d(Type.F32, 3, 2).set(new Float32Array([1, 2, 3, 4, 5, 6]));
+    assert.deepEqual(ctx.transpose(t).toArray(), [1, 4, 2, 5, 3, 6]);
+    const h = ctx.newTensor2d(Type.F16, 2, 2).set(new Float32Array([1, 2, 3, 4]));
+    assert.deepEqual(ctx.transpose(h).toArray(), [1, 3, 2, 4]);
+    assert.deepEqual(ctx.view1d(t, 2, 4 * 4).toArray(), [5, 6]);
+  });
+
+  test("view() is zero-copy and detached when the context is freed", () => {
+    const ctx = new Context({ memSize: MiB });
+    const t = ctx.newTensor1d(Type.F32, 4).set(new Float32Array([1, 2, 3, 4]));
+    const v = t.view() as Float32Array;
+    v[0] = 42;
+    assert.equal(t.get()[0], 42, "writes go to the tensor");
+    ctx.free();
+    assert.equal(v.length, 0, "detached");
+    assert.equal(v.byteLength, 0);
+    assert.equal(v[0], undefined, "reads nothing, never freed memory");
+    assert.throws(() => t.view(), UseAfterFreeError);
+  });
+
+  test("flags", () => {
+    using ctx = new Context({ memSize: MiB });
+    const w = ctx.newTensor1d(Type.F32, 2).setParam().setInput();
+    assert.equal(w.flags, TensorFlag.PARAM | TensorFlag.INPUT);
+    const loss = ctx.sum(w).setLoss().setOutput();
+    assert.equal(loss.flags & TensorFlag.LOSS, TensorFlag.LOSS);
+  });
+});
+
+describe("Graph", () => {
+  test("build, nodes, compute with a thread count", () => {
+    using ctx = new Context({ memSize: 4 * MiB });
+    const a = ctx.newTensor1d(Type.F32, 4).set(new Float32Array([1, 2, 3, 4]));
+    const b = ctx.newTensor1d(Type.F32, 4).set(new Float32Array([10, 20, 30, 40]));
+    const sum = ctx.add(a, b);
+    const out = ctx.mul(sum, sum);
+    const g = ctx.newGraph();
+    assert.ok(g instanceof Graph);
+    assert.equal(g.size, 2048);
+    g.buildForwardExpand(out);
+    assert.equal(g.nNodes, 2);
+    assert.equal(g.nLeafs, 2);
+    assert.equal(g.node(0), sum);
+    assert.equal(g.node(-1), out);
+    assert.deepEqual(g.nodes(), [sum, out]);
+    for (const n of [1, 3, 8]) {
+      out.setZero();
+      g.compute({ nThreads: n });
+      assert.deepEqual(out.toArray(), [121, 484, 1089, 1936]);
+    }
+    g.buildForwardExpand(out);
+    assert.equal(g.nNodes, 2, "expanding with what is there adds nothing");
+  });
+
+  test("custom size and the backward pass", () => {
+    using ctx = new Context({ memSize: 8 * MiB });
+    const x = ctx.newTensor1d(Type.F32, 3).set(new Float32Array([1, 2, 3])).setParam();
+    const loss = ctx.sum(ctx.sqr(x)).setLoss();
+    const g = ctx.newGraphCustom(64, true);
+    assert.equal(g.size, 64);
+    g.buildForwardExpand(loss).buildBackwardExpand();
+    assert.ok(g.nNodes > 2);
+    g.reset().compute({ nThreads: 1 });
+    assert.deepEqual(loss.toArray(), [14]);
+    const grad = g.grad(x);
+    assert.ok(grad instanceof Tensor);
+    assert.deepEqual(grad!.toArray(), [2, 4, 6], "d/dx Σx² = 2x");
+  });
+
+  test("tensors of another context", () => {
+    using weights = new Context({ memSize: MiB });
+    const w = weights.newTensor2d(Type.F32, 2, 2).set(new Float32Array([1, 2, 3, 4]));
+    using compute = new Context({ memSize: MiB });
+    const x = compute.newTensor2d(Type.F32, 2, 1).set(new Float32Array([1, 1]));
+    const y = compute.mulMat(w, x);
+    compute.newGraph().buildForwardExpand(y).compute({ nThreads: 1 });
+    assert.deepEqual(y.toArray(), [3, 7]);
+    const v = compute.view1d(w, 2, 8);
+    assert.deepEqual(v.toArray(), [3, 4], "a view in one context of another's data");
+  });
+});
+
+describe("ownership", () => {
+  test("a tensor keeps its context alive and throws after free", () => {
+    const ctx = new Context({ memSize: MiB });
+    const t = ctx.newTensor1d(Type.F32, 2);
+    const g = ctx.newGraph();
+    ctx.free();
+    for (const use of [() => t.shape, () => t.type, () => t.get(), () => t.set(new Float32Array(2)), () => ctx.usedMem, () => ctx.add(t, t), () => g.nNodes, () => g.compute()]) {
+      assert.throws(use, UseAfterFreeError);
+    }
+    assert.equal(t.context, ctx);
+  });
+
+  test("using a freed context's tensor from another context throws", () => {
+    const a = new Context({ memSize: MiB });
+    using b = new Context({ memSize: MiB });
+    const t = a.newTensor1d(Type.F32, 2).set(new Float32Array([1, 2]));
+    const u = b.scale(t, 2);
+    const g = b.newGraph().buildForwardExpand(u);
+    a.free();
+    assert.throws(() => b.scale(t, 3), UseAfterFreeError);
+    assert.throws(() => g.compute(), UseAfterFreeError, "the graph refers to the freed context");
+  });
+});
