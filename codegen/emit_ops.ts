@@ -31,6 +31,7 @@ interface Arg {
   readonly pass: string;
   readonly tensor?: boolean;
   readonly array?: string;
+  readonly nullable?: boolean;
 }
 
 function arg(fn: FunctionIR, p: ParamIR, enums: Set<string>): Arg {
@@ -38,7 +39,7 @@ function arg(fn: FunctionIR, p: ParamIR, enums: Set<string>): Arg {
   const label = JSON.stringify(name);
   if (TENSOR.test(p.c)) {
     const nullable = NULLABLE[fn.name]?.includes(p.name) ?? false;
-    return { name, ts: nullable ? "Tensor | null" : "Tensor", pass: nullable ? `${name}?._ptr ?? 0` : `${name}._ptr`, tensor: true };
+    return { name, ts: nullable ? "Tensor | null" : "Tensor", pass: nullable ? `${name}?._ptr ?? 0` : `${name}._ptr`, tensor: true, nullable };
   }
   const simple: Record<string, [string, string]> = {
     "int": ["number", "int"],
@@ -87,7 +88,8 @@ export function emitOps(ir: ApiIR): string {
     const tensors = args.filter((a) => a.tensor).map((a) => a.name);
     const label = JSON.stringify(method);
     const body: string[] = [];
-    body.push(`const native = this._use(${[label, ...tensors].join(", ")});`);
+    const operands = args.filter((a) => a.tensor).map((a) => `[${JSON.stringify(a.name)}, ${a.name}${a.nullable ? ", true" : ""}]`);
+    body.push(`const native = this._use(${[label, ...operands].join(", ")});`);
     for (const a of args) if (a.validate) body.push(a.validate);
     body.push(`opChecks.${method}(${args.map((a) => a.name).join(", ")});`);
     const call = `(ctx) => native.${fn.name}(${["ctx", ...args.map((a) => a.pass)].join(", ")})`;
@@ -124,6 +126,9 @@ import { opChecks } from "./checks.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import type { Tensor } from "./tensor.ts";
 
+/** An operand as the generated ops pass it to \`_use\`: its parameter name, its value, whether it may be null. */
+export type Operand = readonly [name: string, value: Tensor | null, nullable?: boolean];
+
 /** The preconditions of every generated op, one method per op with the op's parameters. */
 export interface OpChecks {
 ${checks.join("\n")}
@@ -131,8 +136,11 @@ ${checks.join("\n")}
 
 /** The tensor ops; \`Context\` extends this class. */
 export abstract class Ops {
-  /** @internal Checks that the context and the operands are alive; returns the native symbols. */
-  protected abstract _use(op: string, ...operands: (Tensor | null)[]): WspGgml["symbols"];
+  /**
+   * @internal Checks that the context is alive and each operand (\`[name, value, nullable]\`)
+   * is a live tensor (or null where allowed); returns the native symbols.
+   */
+  protected abstract _use(op: string, ...operands: Operand[]): WspGgml["symbols"];
   /** @internal Creates the op's result in the context (\`call\` gets the context pointer). */
   protected abstract _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor;
 

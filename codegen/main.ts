@@ -22,12 +22,13 @@ import { elfExports } from "./elf.ts";
 import { emitShims } from "./emit_c.ts";
 import { emitBindings } from "./emit_ts.ts";
 import { emitOps } from "./emit_ops.ts";
+import { emitCpuTypes, readCpuTypes } from "./emit_cpu_types.ts";
 import type { ApiIR } from "./ir.ts";
 import { parseApi } from "./parse.ts";
 import { rows } from "./table.ts";
 
 /** The generated files, relative to the repository root. */
-export const OUTPUTS = ["src/bindings.gen.ts", "native/shim/base.gen.c", "native/shim/cpu.gen.c", "src/ops.gen.ts"] as const;
+export const OUTPUTS = ["src/bindings.gen.ts", "native/shim/base.gen.c", "native/shim/cpu.gen.c", "src/ops.gen.ts", "src/cpu_types.gen.ts"] as const;
 
 /** Parses the headers in `headersDir` for every target. */
 export function parseAll(clang: Clang, headersDir: string): ApiIR[] {
@@ -82,7 +83,7 @@ function firstDifference(a: unknown, b: unknown, path = "$"): string {
 }
 
 /** Generates every output in memory. */
-export function generate(irs: readonly ApiIR[]): Map<string, string> {
+export function generate(irs: readonly ApiIR[], cpuDir = join(ROOT, "vendor", "ggml", "ggml-cpu")): Map<string, string> {
   const { ir, enumUnderlying } = mergeTargets(irs);
   const table = rows(ir.functions);
   const shims = emitShims(ir, table);
@@ -91,6 +92,7 @@ export function generate(irs: readonly ApiIR[]): Map<string, string> {
     ["native/shim/base.gen.c", shims.base],
     ["native/shim/cpu.gen.c", shims.cpu],
     ["src/ops.gen.ts", emitOps(ir)],
+    ["src/cpu_types.gen.ts", emitCpuTypes(readCpuTypes(cpuDir))],
   ]);
 }
 

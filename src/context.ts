@@ -16,7 +16,7 @@ import { ArgumentError, ContextOutOfMemoryError, GgmlError, UseAfterFreeError } 
 import { Graph } from "./graph.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
-import { Ops } from "./ops.gen.ts";
+import { type Operand, Ops } from "./ops.gen.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
 import { Tensor } from "./tensor.ts";
 
@@ -228,14 +228,13 @@ export class Context extends Ops {
     throw new GgmlError("NOT_ALLOCATED", `${what}: the data at 0x${data.toString(16)} is not in a context's pool`);
   }
 
-  /** @internal Checks the operands of an op: tensors, not freed; returns the native symbols. */
-  protected override _use(op: string, ...operands: (Tensor | null)[]): ReturnType<typeof runtime>["lib"]["symbols"] {
+  /** @internal Checks the context and the operands of an op; returns the native symbols. */
+  protected override _use(op: string, ...operands: Operand[]): ReturnType<typeof runtime>["lib"]["symbols"] {
     this._pool(op);
-    for (let i = 0; i < operands.length; i++) {
-      const t = operands[i];
-      if (t === null) continue;
-      if (!(t instanceof Tensor)) throw new ArgumentError(`${op}: operand ${i + 1} is not a Tensor (got ${t === undefined ? "undefined" : typeof t})`);
-      t.context._pool(`${op}: operand ${i + 1}`);
+    for (const [name, t, nullable] of operands) {
+      if (t === null && nullable) continue;
+      if (!(t instanceof Tensor)) throw new ArgumentError(`${op}: ${name} must be a Tensor, got ${t === null ? "null" : typeof t}`);
+      t.context._pool(`${op}: ${name}`);
     }
     return runtime().lib.symbols;
   }

@@ -4,14 +4,32 @@
  *
  * @module
  */
-import { DEFAULT_N_THREADS, MAX_N_THREADS, Op, Status, TensorFlag, Type } from "./bindings.gen.ts";
+import { DEFAULT_N_THREADS, GluOp, MAX_N_THREADS, Op, Status, TensorFlag, Type, UnaryOp } from "./bindings.gen.ts";
 import { int } from "./args.ts";
 import { ArgumentError, BoundsError, ComputeError, GgmlTypeError, GraphFullError, NotAllocatedError, UnsupportedOpError } from "./errors.ts";
 import { ffi } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { BACKWARD_OPS } from "./checks.ts";
+import { CPU_TYPES } from "./cpu_types.gen.ts";
 import type { Context } from "./context.ts";
 import { Tensor } from "./tensor.ts";
+
+const nameOf = (values: Record<string, number>) => new Map(Object.entries(values).map(([k, v]) => [v, k]));
+const OP_NAMES = nameOf(Op), UNARY_NAMES = nameOf(UnaryOp), GLU_NAMES = nameOf(GluOp), TYPE_NAMES = nameOf(Type);
+
+/**
+ * Whether the CPU kernel of `node` handles its types (the table read from the
+ * vendored kernels, `cpu_types.gen.ts`); the kernels abort on any other.
+ */
+export function cpuHandlesTypes(node: Tensor): boolean {
+  const op = OP_NAMES.get(node.op) ?? "";
+  const key = node.op === Op.UNARY ? `UNARY.${UNARY_NAMES.get(node.subOp!)}` : node.op === Op.GLU ? `GLU.${GLU_NAMES.get(node.subOp!)}` : op;
+  const rules = CPU_TYPES[key];
+  if (!rules) return true;
+  const [src0, src1] = node.src;
+  const types = { src0: src0 && TYPE_NAMES.get(src0.type), src1: src1 && TYPE_NAMES.get(src1.type), dst: TYPE_NAMES.get(node.type) };
+  return rules.some((r) => (!r.src0 || r.src0 === types.src0) && (!r.src1 || r.src1 === types.src1) && (!r.dst || r.dst === types.dst));
+}
 
 /** Options of {@linkcode Graph.compute}. */
 export interface ComputeOptions {
@@ -213,7 +231,7 @@ export class Graph {
       if (t._data === 0) throw new NotAllocatedError(`compute: ${t.describe()} has no data (tensor not allocated: its context was created with noAlloc)`);
     }
     for (const t of this.#nodes) {
-      if (!rt.lib.symbols.wsp_ggml_backend_supports_op(backend, t._ptr)) {
+      if (!cpuHandlesTypes(t) || !rt.lib.symbols.wsp_ggml_backend_supports_op(backend, t._ptr)) {
         const name = ffi.readCString(rt.lib.symbols.wsp_ggml_op_desc(t._ptr));
         throw new UnsupportedOpError(`compute: the CPU backend does not support ${name} on ${t.describe()} (sources: ${t.src.map((s) => s.describe()).join(", ")})`);
       }

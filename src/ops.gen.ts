@@ -16,6 +16,9 @@ import { opChecks } from "./checks.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import type { Tensor } from "./tensor.ts";
 
+/** An operand as the generated ops pass it to `_use`: its parameter name, its value, whether it may be null. */
+export type Operand = readonly [name: string, value: Tensor | null, nullable?: boolean];
+
 /** The preconditions of every generated op, one method per op with the op's parameters. */
 export interface OpChecks {
   /** Preconditions of `wsp_ggml_new_tensor_1d`. */
@@ -426,8 +429,11 @@ export interface OpChecks {
 
 /** The tensor ops; `Context` extends this class. */
 export abstract class Ops {
-  /** @internal Checks that the context and the operands are alive; returns the native symbols. */
-  protected abstract _use(op: string, ...operands: (Tensor | null)[]): WspGgml["symbols"];
+  /**
+   * @internal Checks that the context is alive and each operand (`[name, value, nullable]`)
+   * is a live tensor (or null where allowed); returns the native symbols.
+   */
+  protected abstract _use(op: string, ...operands: Operand[]): WspGgml["symbols"];
   /** @internal Creates the op's result in the context (`call` gets the context pointer). */
   protected abstract _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor;
 
@@ -485,7 +491,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup_tensor(struct wsp_ggml_context *ctx, const struct wsp_ggml_tensor *src)`.
    */
   dupTensor(src: Tensor): Tensor {
-    const native = this._use("dupTensor", src);
+    const native = this._use("dupTensor", ["src", src]);
     opChecks.dupTensor(src);
     return this._make("dupTensor", (ctx) => native.wsp_ggml_dup_tensor(ctx, src._ptr), src);
   }
@@ -494,7 +500,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_tensor(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *src)`.
    */
   viewTensor(src: Tensor): Tensor {
-    const native = this._use("viewTensor", src);
+    const native = this._use("viewTensor", ["src", src]);
     opChecks.viewTensor(src);
     return this._make("viewTensor", (ctx) => native.wsp_ggml_view_tensor(ctx, src._ptr), src);
   }
@@ -505,7 +511,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   dup(a: Tensor): Tensor {
-    const native = this._use("dup", a);
+    const native = this._use("dup", ["a", a]);
     opChecks.dup(a);
     return this._make("dup", (ctx) => native.wsp_ggml_dup(ctx, a._ptr), a);
   }
@@ -516,7 +522,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   dupInplace(a: Tensor): Tensor {
-    const native = this._use("dupInplace", a);
+    const native = this._use("dupInplace", ["a", a]);
     opChecks.dupInplace(a);
     return this._make("dupInplace", (ctx) => native.wsp_ggml_dup_inplace(ctx, a._ptr), a);
   }
@@ -525,7 +531,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   add(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("add", a, b);
+    const native = this._use("add", ["a", a], ["b", b]);
     opChecks.add(a, b);
     return this._make("add", (ctx) => native.wsp_ggml_add(ctx, a._ptr, b._ptr), a, b);
   }
@@ -534,7 +540,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   addInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("addInplace", a, b);
+    const native = this._use("addInplace", ["a", a], ["b", b]);
     opChecks.addInplace(a, b);
     return this._make("addInplace", (ctx) => native.wsp_ggml_add_inplace(ctx, a._ptr, b._ptr), a, b);
   }
@@ -543,7 +549,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_type type)`.
    */
   addCast(a: Tensor, b: Tensor, type: Type): Tensor {
-    const native = this._use("addCast", a, b);
+    const native = this._use("addCast", ["a", a], ["b", b]);
     member("type", type, Type, "Type");
     opChecks.addCast(a, b, type);
     return this._make("addCast", (ctx) => native.wsp_ggml_add_cast(ctx, a._ptr, b._ptr, type), a, b);
@@ -555,7 +561,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)`.
    */
   addId(a: Tensor, b: Tensor, ids: Tensor): Tensor {
-    const native = this._use("addId", a, b, ids);
+    const native = this._use("addId", ["a", a], ["b", b], ["ids", ids]);
     opChecks.addId(a, b, ids);
     return this._make("addId", (ctx) => native.wsp_ggml_add_id(ctx, a._ptr, b._ptr, ids._ptr), a, b, ids);
   }
@@ -564,7 +570,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   add1(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("add1", a, b);
+    const native = this._use("add1", ["a", a], ["b", b]);
     opChecks.add1(a, b);
     return this._make("add1", (ctx) => native.wsp_ggml_add1(ctx, a._ptr, b._ptr), a, b);
   }
@@ -573,7 +579,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   add1Inplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("add1Inplace", a, b);
+    const native = this._use("add1Inplace", ["a", a], ["b", b]);
     opChecks.add1Inplace(a, b);
     return this._make("add1Inplace", (ctx) => native.wsp_ggml_add1_inplace(ctx, a._ptr, b._ptr), a, b);
   }
@@ -586,7 +592,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_acc(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   acc(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("acc", a, b);
+    const native = this._use("acc", ["a", a], ["b", b]);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
@@ -599,7 +605,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_acc_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   accInplace(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("accInplace", a, b);
+    const native = this._use("accInplace", ["a", a], ["b", b]);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
@@ -612,7 +618,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sub(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   sub(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("sub", a, b);
+    const native = this._use("sub", ["a", a], ["b", b]);
     opChecks.sub(a, b);
     return this._make("sub", (ctx) => native.wsp_ggml_sub(ctx, a._ptr, b._ptr), a, b);
   }
@@ -621,7 +627,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sub_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   subInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("subInplace", a, b);
+    const native = this._use("subInplace", ["a", a], ["b", b]);
     opChecks.subInplace(a, b);
     return this._make("subInplace", (ctx) => native.wsp_ggml_sub_inplace(ctx, a._ptr, b._ptr), a, b);
   }
@@ -630,7 +636,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   mul(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("mul", a, b);
+    const native = this._use("mul", ["a", a], ["b", b]);
     opChecks.mul(a, b);
     return this._make("mul", (ctx) => native.wsp_ggml_mul(ctx, a._ptr, b._ptr), a, b);
   }
@@ -639,7 +645,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   mulInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("mulInplace", a, b);
+    const native = this._use("mulInplace", ["a", a], ["b", b]);
     opChecks.mulInplace(a, b);
     return this._make("mulInplace", (ctx) => native.wsp_ggml_mul_inplace(ctx, a._ptr, b._ptr), a, b);
   }
@@ -648,7 +654,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_div(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   div(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("div", a, b);
+    const native = this._use("div", ["a", a], ["b", b]);
     opChecks.div(a, b);
     return this._make("div", (ctx) => native.wsp_ggml_div(ctx, a._ptr, b._ptr), a, b);
   }
@@ -657,7 +663,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_div_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   divInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("divInplace", a, b);
+    const native = this._use("divInplace", ["a", a], ["b", b]);
     opChecks.divInplace(a, b);
     return this._make("divInplace", (ctx) => native.wsp_ggml_div_inplace(ctx, a._ptr, b._ptr), a, b);
   }
@@ -666,7 +672,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqr(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqr(a: Tensor): Tensor {
-    const native = this._use("sqr", a);
+    const native = this._use("sqr", ["a", a]);
     opChecks.sqr(a);
     return this._make("sqr", (ctx) => native.wsp_ggml_sqr(ctx, a._ptr), a);
   }
@@ -675,7 +681,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqr_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqrInplace(a: Tensor): Tensor {
-    const native = this._use("sqrInplace", a);
+    const native = this._use("sqrInplace", ["a", a]);
     opChecks.sqrInplace(a);
     return this._make("sqrInplace", (ctx) => native.wsp_ggml_sqr_inplace(ctx, a._ptr), a);
   }
@@ -684,7 +690,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqrt(a: Tensor): Tensor {
-    const native = this._use("sqrt", a);
+    const native = this._use("sqrt", ["a", a]);
     opChecks.sqrt(a);
     return this._make("sqrt", (ctx) => native.wsp_ggml_sqrt(ctx, a._ptr), a);
   }
@@ -693,7 +699,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqrtInplace(a: Tensor): Tensor {
-    const native = this._use("sqrtInplace", a);
+    const native = this._use("sqrtInplace", ["a", a]);
     opChecks.sqrtInplace(a);
     return this._make("sqrtInplace", (ctx) => native.wsp_ggml_sqrt_inplace(ctx, a._ptr), a);
   }
@@ -702,7 +708,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_log(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   log(a: Tensor): Tensor {
-    const native = this._use("log", a);
+    const native = this._use("log", ["a", a]);
     opChecks.log(a);
     return this._make("log", (ctx) => native.wsp_ggml_log(ctx, a._ptr), a);
   }
@@ -711,7 +717,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_log_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   logInplace(a: Tensor): Tensor {
-    const native = this._use("logInplace", a);
+    const native = this._use("logInplace", ["a", a]);
     opChecks.logInplace(a);
     return this._make("logInplace", (ctx) => native.wsp_ggml_log_inplace(ctx, a._ptr), a);
   }
@@ -720,7 +726,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sin(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sin(a: Tensor): Tensor {
-    const native = this._use("sin", a);
+    const native = this._use("sin", ["a", a]);
     opChecks.sin(a);
     return this._make("sin", (ctx) => native.wsp_ggml_sin(ctx, a._ptr), a);
   }
@@ -729,7 +735,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sin_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sinInplace(a: Tensor): Tensor {
-    const native = this._use("sinInplace", a);
+    const native = this._use("sinInplace", ["a", a]);
     opChecks.sinInplace(a);
     return this._make("sinInplace", (ctx) => native.wsp_ggml_sin_inplace(ctx, a._ptr), a);
   }
@@ -738,7 +744,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   cos(a: Tensor): Tensor {
-    const native = this._use("cos", a);
+    const native = this._use("cos", ["a", a]);
     opChecks.cos(a);
     return this._make("cos", (ctx) => native.wsp_ggml_cos(ctx, a._ptr), a);
   }
@@ -747,7 +753,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   cosInplace(a: Tensor): Tensor {
-    const native = this._use("cosInplace", a);
+    const native = this._use("cosInplace", ["a", a]);
     opChecks.cosInplace(a);
     return this._make("cosInplace", (ctx) => native.wsp_ggml_cos_inplace(ctx, a._ptr), a);
   }
@@ -758,7 +764,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sum(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sum(a: Tensor): Tensor {
-    const native = this._use("sum", a);
+    const native = this._use("sum", ["a", a]);
     opChecks.sum(a);
     return this._make("sum", (ctx) => native.wsp_ggml_sum(ctx, a._ptr), a);
   }
@@ -769,7 +775,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sum_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sumRows(a: Tensor): Tensor {
-    const native = this._use("sumRows", a);
+    const native = this._use("sumRows", ["a", a]);
     opChecks.sumRows(a);
     return this._make("sumRows", (ctx) => native.wsp_ggml_sum_rows(ctx, a._ptr), a);
   }
@@ -780,7 +786,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mean(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   mean(a: Tensor): Tensor {
-    const native = this._use("mean", a);
+    const native = this._use("mean", ["a", a]);
     opChecks.mean(a);
     return this._make("mean", (ctx) => native.wsp_ggml_mean(ctx, a._ptr), a);
   }
@@ -791,7 +797,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_argmax(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   argmax(a: Tensor): Tensor {
-    const native = this._use("argmax", a);
+    const native = this._use("argmax", ["a", a]);
     opChecks.argmax(a);
     return this._make("argmax", (ctx) => native.wsp_ggml_argmax(ctx, a._ptr), a);
   }
@@ -802,7 +808,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_count_equal(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   countEqual(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("countEqual", a, b);
+    const native = this._use("countEqual", ["a", a], ["b", b]);
     opChecks.countEqual(a, b);
     return this._make("countEqual", (ctx) => native.wsp_ggml_count_equal(ctx, a._ptr, b._ptr), a, b);
   }
@@ -814,7 +820,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   repeat(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("repeat", a, b);
+    const native = this._use("repeat", ["a", a], ["b", b]);
     opChecks.repeat(a, b);
     return this._make("repeat", (ctx) => native.wsp_ggml_repeat(ctx, a._ptr, b._ptr), a, b);
   }
@@ -825,7 +831,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
    */
   repeat4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
-    const native = this._use("repeat4d", a);
+    const native = this._use("repeat4d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -840,7 +846,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   repeatBack(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("repeatBack", a, b);
+    const native = this._use("repeatBack", ["a", a], ["b", b]);
     opChecks.repeatBack(a, b);
     return this._make("repeatBack", (ctx) => native.wsp_ggml_repeat_back(ctx, a._ptr, b._ptr), a, b);
   }
@@ -852,7 +858,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_concat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int dim)`.
    */
   concat(a: Tensor, b: Tensor, dim: number): Tensor {
-    const native = this._use("concat", a, b);
+    const native = this._use("concat", ["a", a], ["b", b]);
     int("dim", dim);
     opChecks.concat(a, b, dim);
     return this._make("concat", (ctx) => native.wsp_ggml_concat(ctx, a._ptr, b._ptr, dim), a, b);
@@ -862,7 +868,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_abs(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   abs(a: Tensor): Tensor {
-    const native = this._use("abs", a);
+    const native = this._use("abs", ["a", a]);
     opChecks.abs(a);
     return this._make("abs", (ctx) => native.wsp_ggml_abs(ctx, a._ptr), a);
   }
@@ -871,7 +877,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_abs_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   absInplace(a: Tensor): Tensor {
-    const native = this._use("absInplace", a);
+    const native = this._use("absInplace", ["a", a]);
     opChecks.absInplace(a);
     return this._make("absInplace", (ctx) => native.wsp_ggml_abs_inplace(ctx, a._ptr), a);
   }
@@ -880,7 +886,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sgn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sgn(a: Tensor): Tensor {
-    const native = this._use("sgn", a);
+    const native = this._use("sgn", ["a", a]);
     opChecks.sgn(a);
     return this._make("sgn", (ctx) => native.wsp_ggml_sgn(ctx, a._ptr), a);
   }
@@ -889,7 +895,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sgn_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sgnInplace(a: Tensor): Tensor {
-    const native = this._use("sgnInplace", a);
+    const native = this._use("sgnInplace", ["a", a]);
     opChecks.sgnInplace(a);
     return this._make("sgnInplace", (ctx) => native.wsp_ggml_sgn_inplace(ctx, a._ptr), a);
   }
@@ -898,7 +904,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_neg(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   neg(a: Tensor): Tensor {
-    const native = this._use("neg", a);
+    const native = this._use("neg", ["a", a]);
     opChecks.neg(a);
     return this._make("neg", (ctx) => native.wsp_ggml_neg(ctx, a._ptr), a);
   }
@@ -907,7 +913,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_neg_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   negInplace(a: Tensor): Tensor {
-    const native = this._use("negInplace", a);
+    const native = this._use("negInplace", ["a", a]);
     opChecks.negInplace(a);
     return this._make("negInplace", (ctx) => native.wsp_ggml_neg_inplace(ctx, a._ptr), a);
   }
@@ -916,7 +922,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_step(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   step(a: Tensor): Tensor {
-    const native = this._use("step", a);
+    const native = this._use("step", ["a", a]);
     opChecks.step(a);
     return this._make("step", (ctx) => native.wsp_ggml_step(ctx, a._ptr), a);
   }
@@ -925,7 +931,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_step_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   stepInplace(a: Tensor): Tensor {
-    const native = this._use("stepInplace", a);
+    const native = this._use("stepInplace", ["a", a]);
     opChecks.stepInplace(a);
     return this._make("stepInplace", (ctx) => native.wsp_ggml_step_inplace(ctx, a._ptr), a);
   }
@@ -934,7 +940,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_tanh(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   tanh(a: Tensor): Tensor {
-    const native = this._use("tanh", a);
+    const native = this._use("tanh", ["a", a]);
     opChecks.tanh(a);
     return this._make("tanh", (ctx) => native.wsp_ggml_tanh(ctx, a._ptr), a);
   }
@@ -943,7 +949,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_tanh_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   tanhInplace(a: Tensor): Tensor {
-    const native = this._use("tanhInplace", a);
+    const native = this._use("tanhInplace", ["a", a]);
     opChecks.tanhInplace(a);
     return this._make("tanhInplace", (ctx) => native.wsp_ggml_tanh_inplace(ctx, a._ptr), a);
   }
@@ -952,7 +958,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_elu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   elu(a: Tensor): Tensor {
-    const native = this._use("elu", a);
+    const native = this._use("elu", ["a", a]);
     opChecks.elu(a);
     return this._make("elu", (ctx) => native.wsp_ggml_elu(ctx, a._ptr), a);
   }
@@ -961,7 +967,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_elu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   eluInplace(a: Tensor): Tensor {
-    const native = this._use("eluInplace", a);
+    const native = this._use("eluInplace", ["a", a]);
     opChecks.eluInplace(a);
     return this._make("eluInplace", (ctx) => native.wsp_ggml_elu_inplace(ctx, a._ptr), a);
   }
@@ -970,7 +976,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   relu(a: Tensor): Tensor {
-    const native = this._use("relu", a);
+    const native = this._use("relu", ["a", a]);
     opChecks.relu(a);
     return this._make("relu", (ctx) => native.wsp_ggml_relu(ctx, a._ptr), a);
   }
@@ -979,7 +985,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_leaky_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float negative_slope, _Bool inplace)`.
    */
   leakyRelu(a: Tensor, negativeSlope: number, inplace: boolean): Tensor {
-    const native = this._use("leakyRelu", a);
+    const native = this._use("leakyRelu", ["a", a]);
     float("negativeSlope", negativeSlope);
     bool("inplace", inplace);
     opChecks.leakyRelu(a, negativeSlope, inplace);
@@ -990,7 +996,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_relu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   reluInplace(a: Tensor): Tensor {
-    const native = this._use("reluInplace", a);
+    const native = this._use("reluInplace", ["a", a]);
     opChecks.reluInplace(a);
     return this._make("reluInplace", (ctx) => native.wsp_ggml_relu_inplace(ctx, a._ptr), a);
   }
@@ -999,7 +1005,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sigmoid(a: Tensor): Tensor {
-    const native = this._use("sigmoid", a);
+    const native = this._use("sigmoid", ["a", a]);
     opChecks.sigmoid(a);
     return this._make("sigmoid", (ctx) => native.wsp_ggml_sigmoid(ctx, a._ptr), a);
   }
@@ -1008,7 +1014,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sigmoidInplace(a: Tensor): Tensor {
-    const native = this._use("sigmoidInplace", a);
+    const native = this._use("sigmoidInplace", ["a", a]);
     opChecks.sigmoidInplace(a);
     return this._make("sigmoidInplace", (ctx) => native.wsp_ggml_sigmoid_inplace(ctx, a._ptr), a);
   }
@@ -1017,7 +1023,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gelu(a: Tensor): Tensor {
-    const native = this._use("gelu", a);
+    const native = this._use("gelu", ["a", a]);
     opChecks.gelu(a);
     return this._make("gelu", (ctx) => native.wsp_ggml_gelu(ctx, a._ptr), a);
   }
@@ -1026,7 +1032,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluInplace(a: Tensor): Tensor {
-    const native = this._use("geluInplace", a);
+    const native = this._use("geluInplace", ["a", a]);
     opChecks.geluInplace(a);
     return this._make("geluInplace", (ctx) => native.wsp_ggml_gelu_inplace(ctx, a._ptr), a);
   }
@@ -1038,7 +1044,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluErf(a: Tensor): Tensor {
-    const native = this._use("geluErf", a);
+    const native = this._use("geluErf", ["a", a]);
     opChecks.geluErf(a);
     return this._make("geluErf", (ctx) => native.wsp_ggml_gelu_erf(ctx, a._ptr), a);
   }
@@ -1047,7 +1053,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluErfInplace(a: Tensor): Tensor {
-    const native = this._use("geluErfInplace", a);
+    const native = this._use("geluErfInplace", ["a", a]);
     opChecks.geluErfInplace(a);
     return this._make("geluErfInplace", (ctx) => native.wsp_ggml_gelu_erf_inplace(ctx, a._ptr), a);
   }
@@ -1056,7 +1062,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluQuick(a: Tensor): Tensor {
-    const native = this._use("geluQuick", a);
+    const native = this._use("geluQuick", ["a", a]);
     opChecks.geluQuick(a);
     return this._make("geluQuick", (ctx) => native.wsp_ggml_gelu_quick(ctx, a._ptr), a);
   }
@@ -1065,7 +1071,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluQuickInplace(a: Tensor): Tensor {
-    const native = this._use("geluQuickInplace", a);
+    const native = this._use("geluQuickInplace", ["a", a]);
     opChecks.geluQuickInplace(a);
     return this._make("geluQuickInplace", (ctx) => native.wsp_ggml_gelu_quick_inplace(ctx, a._ptr), a);
   }
@@ -1074,7 +1080,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   silu(a: Tensor): Tensor {
-    const native = this._use("silu", a);
+    const native = this._use("silu", ["a", a]);
     opChecks.silu(a);
     return this._make("silu", (ctx) => native.wsp_ggml_silu(ctx, a._ptr), a);
   }
@@ -1083,7 +1089,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   siluInplace(a: Tensor): Tensor {
-    const native = this._use("siluInplace", a);
+    const native = this._use("siluInplace", ["a", a]);
     opChecks.siluInplace(a);
     return this._make("siluInplace", (ctx) => native.wsp_ggml_silu_inplace(ctx, a._ptr), a);
   }
@@ -1095,7 +1101,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   siluBack(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("siluBack", a, b);
+    const native = this._use("siluBack", ["a", a], ["b", b]);
     opChecks.siluBack(a, b);
     return this._make("siluBack", (ctx) => native.wsp_ggml_silu_back(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1106,7 +1112,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_hardswish(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   hardswish(a: Tensor): Tensor {
-    const native = this._use("hardswish", a);
+    const native = this._use("hardswish", ["a", a]);
     opChecks.hardswish(a);
     return this._make("hardswish", (ctx) => native.wsp_ggml_hardswish(ctx, a._ptr), a);
   }
@@ -1117,7 +1123,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_hardsigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   hardsigmoid(a: Tensor): Tensor {
-    const native = this._use("hardsigmoid", a);
+    const native = this._use("hardsigmoid", ["a", a]);
     opChecks.hardsigmoid(a);
     return this._make("hardsigmoid", (ctx) => native.wsp_ggml_hardsigmoid(ctx, a._ptr), a);
   }
@@ -1126,7 +1132,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_exp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   exp(a: Tensor): Tensor {
-    const native = this._use("exp", a);
+    const native = this._use("exp", ["a", a]);
     opChecks.exp(a);
     return this._make("exp", (ctx) => native.wsp_ggml_exp(ctx, a._ptr), a);
   }
@@ -1135,7 +1141,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_exp_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   expInplace(a: Tensor): Tensor {
-    const native = this._use("expInplace", a);
+    const native = this._use("expInplace", ["a", a]);
     opChecks.expInplace(a);
     return this._make("expInplace", (ctx) => native.wsp_ggml_exp_inplace(ctx, a._ptr), a);
   }
@@ -1149,7 +1155,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_glu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_glu_op op, _Bool swapped)`.
    */
   glu(a: Tensor, op: GluOp, swapped: boolean): Tensor {
-    const native = this._use("glu", a);
+    const native = this._use("glu", ["a", a]);
     member("op", op, GluOp, "GluOp");
     bool("swapped", swapped);
     opChecks.glu(a, op, swapped);
@@ -1160,7 +1166,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   reglu(a: Tensor): Tensor {
-    const native = this._use("reglu", a);
+    const native = this._use("reglu", ["a", a]);
     opChecks.reglu(a);
     return this._make("reglu", (ctx) => native.wsp_ggml_reglu(ctx, a._ptr), a);
   }
@@ -1169,7 +1175,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   regluSwapped(a: Tensor): Tensor {
-    const native = this._use("regluSwapped", a);
+    const native = this._use("regluSwapped", ["a", a]);
     opChecks.regluSwapped(a);
     return this._make("regluSwapped", (ctx) => native.wsp_ggml_reglu_swapped(ctx, a._ptr), a);
   }
@@ -1178,7 +1184,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geglu(a: Tensor): Tensor {
-    const native = this._use("geglu", a);
+    const native = this._use("geglu", ["a", a]);
     opChecks.geglu(a);
     return this._make("geglu", (ctx) => native.wsp_ggml_geglu(ctx, a._ptr), a);
   }
@@ -1187,7 +1193,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluSwapped(a: Tensor): Tensor {
-    const native = this._use("gegluSwapped", a);
+    const native = this._use("gegluSwapped", ["a", a]);
     opChecks.gegluSwapped(a);
     return this._make("gegluSwapped", (ctx) => native.wsp_ggml_geglu_swapped(ctx, a._ptr), a);
   }
@@ -1196,7 +1202,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   swiglu(a: Tensor): Tensor {
-    const native = this._use("swiglu", a);
+    const native = this._use("swiglu", ["a", a]);
     opChecks.swiglu(a);
     return this._make("swiglu", (ctx) => native.wsp_ggml_swiglu(ctx, a._ptr), a);
   }
@@ -1205,7 +1211,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   swigluSwapped(a: Tensor): Tensor {
-    const native = this._use("swigluSwapped", a);
+    const native = this._use("swigluSwapped", ["a", a]);
     opChecks.swigluSwapped(a);
     return this._make("swigluSwapped", (ctx) => native.wsp_ggml_swiglu_swapped(ctx, a._ptr), a);
   }
@@ -1214,7 +1220,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluErf(a: Tensor): Tensor {
-    const native = this._use("gegluErf", a);
+    const native = this._use("gegluErf", ["a", a]);
     opChecks.gegluErf(a);
     return this._make("gegluErf", (ctx) => native.wsp_ggml_geglu_erf(ctx, a._ptr), a);
   }
@@ -1223,7 +1229,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluErfSwapped(a: Tensor): Tensor {
-    const native = this._use("gegluErfSwapped", a);
+    const native = this._use("gegluErfSwapped", ["a", a]);
     opChecks.gegluErfSwapped(a);
     return this._make("gegluErfSwapped", (ctx) => native.wsp_ggml_geglu_erf_swapped(ctx, a._ptr), a);
   }
@@ -1232,7 +1238,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluQuick(a: Tensor): Tensor {
-    const native = this._use("gegluQuick", a);
+    const native = this._use("gegluQuick", ["a", a]);
     opChecks.gegluQuick(a);
     return this._make("gegluQuick", (ctx) => native.wsp_ggml_geglu_quick(ctx, a._ptr), a);
   }
@@ -1241,7 +1247,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluQuickSwapped(a: Tensor): Tensor {
-    const native = this._use("gegluQuickSwapped", a);
+    const native = this._use("gegluQuickSwapped", ["a", a]);
     opChecks.gegluQuickSwapped(a);
     return this._make("gegluQuickSwapped", (ctx) => native.wsp_ggml_geglu_quick_swapped(ctx, a._ptr), a);
   }
@@ -1253,7 +1259,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_glu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_glu_op op)`.
    */
   gluSplit(a: Tensor, b: Tensor, op: GluOp): Tensor {
-    const native = this._use("gluSplit", a, b);
+    const native = this._use("gluSplit", ["a", a], ["b", b]);
     member("op", op, GluOp, "GluOp");
     opChecks.gluSplit(a, b, op);
     return this._make("gluSplit", (ctx) => native.wsp_ggml_glu_split(ctx, a._ptr, b._ptr, op), a, b);
@@ -1263,7 +1269,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   regluSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("regluSplit", a, b);
+    const native = this._use("regluSplit", ["a", a], ["b", b]);
     opChecks.regluSplit(a, b);
     return this._make("regluSplit", (ctx) => native.wsp_ggml_reglu_split(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1272,7 +1278,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   gegluSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("gegluSplit", a, b);
+    const native = this._use("gegluSplit", ["a", a], ["b", b]);
     opChecks.gegluSplit(a, b);
     return this._make("gegluSplit", (ctx) => native.wsp_ggml_geglu_split(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1281,7 +1287,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   swigluSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("swigluSplit", a, b);
+    const native = this._use("swigluSplit", ["a", a], ["b", b]);
     opChecks.swigluSplit(a, b);
     return this._make("swigluSplit", (ctx) => native.wsp_ggml_swiglu_split(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1290,7 +1296,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   gegluErfSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("gegluErfSplit", a, b);
+    const native = this._use("gegluErfSplit", ["a", a], ["b", b]);
     opChecks.gegluErfSplit(a, b);
     return this._make("gegluErfSplit", (ctx) => native.wsp_ggml_geglu_erf_split(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1299,7 +1305,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   gegluQuickSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("gegluQuickSplit", a, b);
+    const native = this._use("gegluQuickSplit", ["a", a], ["b", b]);
     opChecks.gegluQuickSplit(a, b);
     return this._make("gegluQuickSplit", (ctx) => native.wsp_ggml_geglu_quick_split(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1308,7 +1314,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_oai(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float alpha, float limit)`.
    */
   swigluOai(a: Tensor, b: Tensor, alpha: number, limit: number): Tensor {
-    const native = this._use("swigluOai", a, b);
+    const native = this._use("swigluOai", ["a", a], ["b", b]);
     float("alpha", alpha);
     float("limit", limit);
     opChecks.swigluOai(a, b, alpha, limit);
@@ -1321,7 +1327,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   norm(a: Tensor, eps: number): Tensor {
-    const native = this._use("norm", a);
+    const native = this._use("norm", ["a", a]);
     float("eps", eps);
     opChecks.norm(a, eps);
     return this._make("norm", (ctx) => native.wsp_ggml_norm(ctx, a._ptr, eps), a);
@@ -1331,7 +1337,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   normInplace(a: Tensor, eps: number): Tensor {
-    const native = this._use("normInplace", a);
+    const native = this._use("normInplace", ["a", a]);
     float("eps", eps);
     opChecks.normInplace(a, eps);
     return this._make("normInplace", (ctx) => native.wsp_ggml_norm_inplace(ctx, a._ptr, eps), a);
@@ -1341,7 +1347,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   rmsNorm(a: Tensor, eps: number): Tensor {
-    const native = this._use("rmsNorm", a);
+    const native = this._use("rmsNorm", ["a", a]);
     float("eps", eps);
     opChecks.rmsNorm(a, eps);
     return this._make("rmsNorm", (ctx) => native.wsp_ggml_rms_norm(ctx, a._ptr, eps), a);
@@ -1351,7 +1357,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   rmsNormInplace(a: Tensor, eps: number): Tensor {
-    const native = this._use("rmsNormInplace", a);
+    const native = this._use("rmsNormInplace", ["a", a]);
     float("eps", eps);
     opChecks.rmsNormInplace(a, eps);
     return this._make("rmsNormInplace", (ctx) => native.wsp_ggml_rms_norm_inplace(ctx, a._ptr, eps), a);
@@ -1364,7 +1370,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)`.
    */
   groupNorm(a: Tensor, nGroups: number, eps: number): Tensor {
-    const native = this._use("groupNorm", a);
+    const native = this._use("groupNorm", ["a", a]);
     int("nGroups", nGroups);
     float("eps", eps);
     opChecks.groupNorm(a, nGroups, eps);
@@ -1375,7 +1381,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)`.
    */
   groupNormInplace(a: Tensor, nGroups: number, eps: number): Tensor {
-    const native = this._use("groupNormInplace", a);
+    const native = this._use("groupNormInplace", ["a", a]);
     int("nGroups", nGroups);
     float("eps", eps);
     opChecks.groupNormInplace(a, nGroups, eps);
@@ -1389,7 +1395,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   l2Norm(a: Tensor, eps: number): Tensor {
-    const native = this._use("l2Norm", a);
+    const native = this._use("l2Norm", ["a", a]);
     float("eps", eps);
     opChecks.l2Norm(a, eps);
     return this._make("l2Norm", (ctx) => native.wsp_ggml_l2_norm(ctx, a._ptr, eps), a);
@@ -1399,7 +1405,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   l2NormInplace(a: Tensor, eps: number): Tensor {
-    const native = this._use("l2NormInplace", a);
+    const native = this._use("l2NormInplace", ["a", a]);
     float("eps", eps);
     opChecks.l2NormInplace(a, eps);
     return this._make("l2NormInplace", (ctx) => native.wsp_ggml_l2_norm_inplace(ctx, a._ptr, eps), a);
@@ -1412,7 +1418,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float eps)`.
    */
   rmsNormBack(a: Tensor, b: Tensor, eps: number): Tensor {
-    const native = this._use("rmsNormBack", a, b);
+    const native = this._use("rmsNormBack", ["a", a], ["b", b]);
     float("eps", eps);
     opChecks.rmsNormBack(a, b, eps);
     return this._make("rmsNormBack", (ctx) => native.wsp_ggml_rms_norm_back(ctx, a._ptr, b._ptr, eps), a, b);
@@ -1426,7 +1432,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   mulMat(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("mulMat", a, b);
+    const native = this._use("mulMat", ["a", a], ["b", b]);
     opChecks.mulMat(a, b);
     return this._make("mulMat", (ctx) => native.wsp_ggml_mul_mat(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1437,7 +1443,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *as, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)`.
    */
   mulMatId(as: Tensor, b: Tensor, ids: Tensor): Tensor {
-    const native = this._use("mulMatId", as, b, ids);
+    const native = this._use("mulMatId", ["as", as], ["b", b], ["ids", ids]);
     opChecks.mulMatId(as, b, ids);
     return this._make("mulMatId", (ctx) => native.wsp_ggml_mul_mat_id(ctx, as._ptr, b._ptr, ids._ptr), as, b, ids);
   }
@@ -1450,7 +1456,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_out_prod(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   outProd(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("outProd", a, b);
+    const native = this._use("outProd", ["a", a], ["b", b]);
     opChecks.outProd(a, b);
     return this._make("outProd", (ctx) => native.wsp_ggml_out_prod(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1461,7 +1467,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)`.
    */
   scale(a: Tensor, s: number): Tensor {
-    const native = this._use("scale", a);
+    const native = this._use("scale", ["a", a]);
     float("s", s);
     opChecks.scale(a, s);
     return this._make("scale", (ctx) => native.wsp_ggml_scale(ctx, a._ptr, s), a);
@@ -1473,7 +1479,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)`.
    */
   scaleInplace(a: Tensor, s: number): Tensor {
-    const native = this._use("scaleInplace", a);
+    const native = this._use("scaleInplace", ["a", a]);
     float("s", s);
     opChecks.scaleInplace(a, s);
     return this._make("scaleInplace", (ctx) => native.wsp_ggml_scale_inplace(ctx, a._ptr, s), a);
@@ -1485,7 +1491,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)`.
    */
   scaleBias(a: Tensor, s: number, b: number): Tensor {
-    const native = this._use("scaleBias", a);
+    const native = this._use("scaleBias", ["a", a]);
     float("s", s);
     float("b", b);
     opChecks.scaleBias(a, s, b);
@@ -1496,7 +1502,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)`.
    */
   scaleBiasInplace(a: Tensor, s: number, b: number): Tensor {
-    const native = this._use("scaleBiasInplace", a);
+    const native = this._use("scaleBiasInplace", ["a", a]);
     float("s", s);
     float("b", b);
     opChecks.scaleBiasInplace(a, s, b);
@@ -1509,7 +1515,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   set(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("set", a, b);
+    const native = this._use("set", ["a", a], ["b", b]);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
@@ -1524,7 +1530,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   setInplace(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("setInplace", a, b);
+    const native = this._use("setInplace", ["a", a], ["b", b]);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
@@ -1537,7 +1543,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)`.
    */
   set1d(a: Tensor, b: Tensor, offset: number): Tensor {
-    const native = this._use("set1d", a, b);
+    const native = this._use("set1d", ["a", a], ["b", b]);
     size("offset", offset);
     opChecks.set1d(a, b, offset);
     return this._make("set1d", (ctx) => native.wsp_ggml_set_1d(ctx, a._ptr, b._ptr, offset), a, b);
@@ -1547,7 +1553,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)`.
    */
   set1dInplace(a: Tensor, b: Tensor, offset: number): Tensor {
-    const native = this._use("set1dInplace", a, b);
+    const native = this._use("set1dInplace", ["a", a], ["b", b]);
     size("offset", offset);
     opChecks.set1dInplace(a, b, offset);
     return this._make("set1dInplace", (ctx) => native.wsp_ggml_set_1d_inplace(ctx, a._ptr, b._ptr, offset), a, b);
@@ -1559,7 +1565,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)`.
    */
   set2d(a: Tensor, b: Tensor, nb1: number, offset: number): Tensor {
-    const native = this._use("set2d", a, b);
+    const native = this._use("set2d", ["a", a], ["b", b]);
     size("nb1", nb1);
     size("offset", offset);
     opChecks.set2d(a, b, nb1, offset);
@@ -1572,7 +1578,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)`.
    */
   set2dInplace(a: Tensor, b: Tensor, nb1: number, offset: number): Tensor {
-    const native = this._use("set2dInplace", a, b);
+    const native = this._use("set2dInplace", ["a", a], ["b", b]);
     size("nb1", nb1);
     size("offset", offset);
     opChecks.set2dInplace(a, b, nb1, offset);
@@ -1585,7 +1591,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cpy(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   cpy(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("cpy", a, b);
+    const native = this._use("cpy", ["a", a], ["b", b]);
     opChecks.cpy(a, b);
     return this._make("cpy", (ctx) => native.wsp_ggml_cpy(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1596,7 +1602,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_type type)`.
    */
   cast(a: Tensor, type: Type): Tensor {
-    const native = this._use("cast", a);
+    const native = this._use("cast", ["a", a]);
     member("type", type, Type, "Type");
     opChecks.cast(a, type);
     return this._make("cast", (ctx) => native.wsp_ggml_cast(ctx, a._ptr, type), a);
@@ -1608,7 +1614,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   cont(a: Tensor): Tensor {
-    const native = this._use("cont", a);
+    const native = this._use("cont", ["a", a]);
     opChecks.cont(a);
     return this._make("cont", (ctx) => native.wsp_ggml_cont(ctx, a._ptr), a);
   }
@@ -1619,7 +1625,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)`.
    */
   cont1d(a: Tensor, ne0: number): Tensor {
-    const native = this._use("cont1d", a);
+    const native = this._use("cont1d", ["a", a]);
     i64("ne0", ne0);
     opChecks.cont1d(a, ne0);
     return this._make("cont1d", (ctx) => native.wsp_ggml_cont_1d(ctx, a._ptr, ne0), a);
@@ -1629,7 +1635,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)`.
    */
   cont2d(a: Tensor, ne0: number, ne1: number): Tensor {
-    const native = this._use("cont2d", a);
+    const native = this._use("cont2d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     opChecks.cont2d(a, ne0, ne1);
@@ -1640,7 +1646,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)`.
    */
   cont3d(a: Tensor, ne0: number, ne1: number, ne2: number): Tensor {
-    const native = this._use("cont3d", a);
+    const native = this._use("cont3d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1652,7 +1658,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
    */
   cont4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
-    const native = this._use("cont4d", a);
+    const native = this._use("cont4d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1668,7 +1674,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   reshape(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("reshape", a, b);
+    const native = this._use("reshape", ["a", a], ["b", b]);
     opChecks.reshape(a, b);
     return this._make("reshape", (ctx) => native.wsp_ggml_reshape(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1680,7 +1686,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)`.
    */
   reshape1d(a: Tensor, ne0: number): Tensor {
-    const native = this._use("reshape1d", a);
+    const native = this._use("reshape1d", ["a", a]);
     i64("ne0", ne0);
     opChecks.reshape1d(a, ne0);
     return this._make("reshape1d", (ctx) => native.wsp_ggml_reshape_1d(ctx, a._ptr, ne0), a);
@@ -1690,7 +1696,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)`.
    */
   reshape2d(a: Tensor, ne0: number, ne1: number): Tensor {
-    const native = this._use("reshape2d", a);
+    const native = this._use("reshape2d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     opChecks.reshape2d(a, ne0, ne1);
@@ -1704,7 +1710,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)`.
    */
   reshape3d(a: Tensor, ne0: number, ne1: number, ne2: number): Tensor {
-    const native = this._use("reshape3d", a);
+    const native = this._use("reshape3d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1716,7 +1722,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
    */
   reshape4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
-    const native = this._use("reshape4d", a);
+    const native = this._use("reshape4d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1731,7 +1737,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, size_t offset)`.
    */
   view1d(a: Tensor, ne0: number, offset: number): Tensor {
-    const native = this._use("view1d", a);
+    const native = this._use("view1d", ["a", a]);
     i64("ne0", ne0);
     size("offset", offset);
     opChecks.view1d(a, ne0, offset);
@@ -1742,7 +1748,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset)`.
    */
   view2d(a: Tensor, ne0: number, ne1: number, nb1: number, offset: number): Tensor {
-    const native = this._use("view2d", a);
+    const native = this._use("view2d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     size("nb1", nb1);
@@ -1755,7 +1761,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset)`.
    */
   view3d(a: Tensor, ne0: number, ne1: number, ne2: number, nb1: number, nb2: number, offset: number): Tensor {
-    const native = this._use("view3d", a);
+    const native = this._use("view3d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1770,7 +1776,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   view4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("view4d", a);
+    const native = this._use("view4d", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1787,7 +1793,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_permute(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int axis0, int axis1, int axis2, int axis3)`.
    */
   permute(a: Tensor, axis0: number, axis1: number, axis2: number, axis3: number): Tensor {
-    const native = this._use("permute", a);
+    const native = this._use("permute", ["a", a]);
     int("axis0", axis0);
     int("axis1", axis1);
     int("axis2", axis2);
@@ -1802,7 +1808,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_transpose(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   transpose(a: Tensor): Tensor {
-    const native = this._use("transpose", a);
+    const native = this._use("transpose", ["a", a]);
     opChecks.transpose(a);
     return this._make("transpose", (ctx) => native.wsp_ggml_transpose(ctx, a._ptr), a);
   }
@@ -1817,7 +1823,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   getRows(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("getRows", a, b);
+    const native = this._use("getRows", ["a", a], ["b", b]);
     opChecks.getRows(a, b);
     return this._make("getRows", (ctx) => native.wsp_ggml_get_rows(ctx, a._ptr, b._ptr), a, b);
   }
@@ -1826,7 +1832,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
    */
   getRowsBack(a: Tensor, b: Tensor, c: Tensor): Tensor {
-    const native = this._use("getRowsBack", a, b, c);
+    const native = this._use("getRowsBack", ["a", a], ["b", b], ["c", c]);
     opChecks.getRowsBack(a, b, c);
     return this._make("getRowsBack", (ctx) => native.wsp_ggml_get_rows_back(ctx, a._ptr, b._ptr, c._ptr), a, b, c);
   }
@@ -1847,7 +1853,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
    */
   setRows(a: Tensor, b: Tensor, c: Tensor): Tensor {
-    const native = this._use("setRows", a, b, c);
+    const native = this._use("setRows", ["a", a], ["b", b], ["c", c]);
     opChecks.setRows(a, b, c);
     return this._make("setRows", (ctx) => native.wsp_ggml_set_rows(ctx, a._ptr, b._ptr, c._ptr), a, b, c);
   }
@@ -1856,7 +1862,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   diag(a: Tensor): Tensor {
-    const native = this._use("diag", a);
+    const native = this._use("diag", ["a", a]);
     opChecks.diag(a);
     return this._make("diag", (ctx) => native.wsp_ggml_diag(ctx, a._ptr), a);
   }
@@ -1867,7 +1873,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskInf(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskInf", a);
+    const native = this._use("diagMaskInf", ["a", a]);
     int("nPast", nPast);
     opChecks.diagMaskInf(a, nPast);
     return this._make("diagMaskInf", (ctx) => native.wsp_ggml_diag_mask_inf(ctx, a._ptr, nPast), a);
@@ -1879,7 +1885,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskInfInplace(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskInfInplace", a);
+    const native = this._use("diagMaskInfInplace", ["a", a]);
     int("nPast", nPast);
     opChecks.diagMaskInfInplace(a, nPast);
     return this._make("diagMaskInfInplace", (ctx) => native.wsp_ggml_diag_mask_inf_inplace(ctx, a._ptr, nPast), a);
@@ -1891,7 +1897,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskZero(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskZero", a);
+    const native = this._use("diagMaskZero", ["a", a]);
     int("nPast", nPast);
     opChecks.diagMaskZero(a, nPast);
     return this._make("diagMaskZero", (ctx) => native.wsp_ggml_diag_mask_zero(ctx, a._ptr, nPast), a);
@@ -1903,7 +1909,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskZeroInplace(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskZeroInplace", a);
+    const native = this._use("diagMaskZeroInplace", ["a", a]);
     int("nPast", nPast);
     opChecks.diagMaskZeroInplace(a, nPast);
     return this._make("diagMaskZeroInplace", (ctx) => native.wsp_ggml_diag_mask_zero_inplace(ctx, a._ptr, nPast), a);
@@ -1913,7 +1919,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   softMax(a: Tensor): Tensor {
-    const native = this._use("softMax", a);
+    const native = this._use("softMax", ["a", a]);
     opChecks.softMax(a);
     return this._make("softMax", (ctx) => native.wsp_ggml_soft_max(ctx, a._ptr), a);
   }
@@ -1924,7 +1930,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   softMaxInplace(a: Tensor): Tensor {
-    const native = this._use("softMaxInplace", a);
+    const native = this._use("softMaxInplace", ["a", a]);
     opChecks.softMaxInplace(a);
     return this._make("softMaxInplace", (ctx) => native.wsp_ggml_soft_max_inplace(ctx, a._ptr), a);
   }
@@ -1943,7 +1949,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *mask, float scale, float max_bias)`.
    */
   softMaxExt(a: Tensor, mask: Tensor | null, scale: number, maxBias: number): Tensor {
-    const native = this._use("softMaxExt", a, mask);
+    const native = this._use("softMaxExt", ["a", a], ["mask", mask, true]);
     float("scale", scale);
     float("maxBias", maxBias);
     opChecks.softMaxExt(a, mask, scale, maxBias);
@@ -1954,7 +1960,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)`.
    */
   softMaxExtBack(a: Tensor, b: Tensor, scale: number, maxBias: number): Tensor {
-    const native = this._use("softMaxExtBack", a, b);
+    const native = this._use("softMaxExtBack", ["a", a], ["b", b]);
     float("scale", scale);
     float("maxBias", maxBias);
     opChecks.softMaxExtBack(a, b, scale, maxBias);
@@ -1967,7 +1973,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)`.
    */
   softMaxExtBackInplace(a: Tensor, b: Tensor, scale: number, maxBias: number): Tensor {
-    const native = this._use("softMaxExtBackInplace", a, b);
+    const native = this._use("softMaxExtBackInplace", ["a", a], ["b", b]);
     float("scale", scale);
     float("maxBias", maxBias);
     opChecks.softMaxExtBackInplace(a, b, scale, maxBias);
@@ -1984,7 +1990,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)`.
    */
   rope(a: Tensor, b: Tensor, nDims: number, mode: number): Tensor {
-    const native = this._use("rope", a, b);
+    const native = this._use("rope", ["a", a], ["b", b]);
     int("nDims", nDims);
     int("mode", mode);
     opChecks.rope(a, b, nDims, mode);
@@ -1997,7 +2003,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)`.
    */
   ropeInplace(a: Tensor, b: Tensor, nDims: number, mode: number): Tensor {
-    const native = this._use("ropeInplace", a, b);
+    const native = this._use("ropeInplace", ["a", a], ["b", b]);
     int("nDims", nDims);
     int("mode", mode);
     opChecks.ropeInplace(a, b, nDims, mode);
@@ -2011,7 +2017,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeExt(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeExt", a, b, c);
+    const native = this._use("ropeExt", ["a", a], ["b", b], ["c", c, true]);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2029,7 +2035,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeMulti(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeMulti", a, b, c);
+    const native = this._use("ropeMulti", ["a", a], ["b", b], ["c", c, true]);
     int("nDims", nDims);
     const sectionsC = ints("sections", sections, 4, Int32Array);
     int("mode", mode);
@@ -2052,7 +2058,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeExtInplace(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeExtInplace", a, b, c);
+    const native = this._use("ropeExtInplace", ["a", a], ["b", b], ["c", c, true]);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2070,7 +2076,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeMultiInplace(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeMultiInplace", a, b, c);
+    const native = this._use("ropeMultiInplace", ["a", a], ["b", b], ["c", c, true]);
     int("nDims", nDims);
     const sectionsC = ints("sections", sections, 4, Int32Array);
     int("mode", mode);
@@ -2093,7 +2099,7 @@ export abstract class Ops {
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
   ropeCustom(a: Tensor, b: Tensor, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeCustom", a, b);
+    const native = this._use("ropeCustom", ["a", a], ["b", b]);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2113,7 +2119,7 @@ export abstract class Ops {
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
   ropeCustomInplace(a: Tensor, b: Tensor, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeCustomInplace", a, b);
+    const native = this._use("ropeCustomInplace", ["a", a], ["b", b]);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2134,7 +2140,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeExtBack(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeExtBack", a, b, c);
+    const native = this._use("ropeExtBack", ["a", a], ["b", b], ["c", c, true]);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2152,7 +2158,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeMultiBack(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeMultiBack", a, b, c);
+    const native = this._use("ropeMultiBack", ["a", a], ["b", b], ["c", c, true]);
     int("nDims", nDims);
     const sectionsC = ints("sections", sections, 4, Int32Array);
     int("mode", mode);
@@ -2176,7 +2182,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_clamp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float min, float max)`.
    */
   clamp(a: Tensor, min: number, max: number): Tensor {
-    const native = this._use("clamp", a);
+    const native = this._use("clamp", ["a", a]);
     float("min", min);
     float("max", max);
     opChecks.clamp(a, min, max);
@@ -2190,7 +2196,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D, enum wsp_ggml_type dst_type)`.
    */
   im2col(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number, is2D: boolean, dstType: Type): Tensor {
-    const native = this._use("im2col", a, b);
+    const native = this._use("im2col", ["a", a], ["b", b]);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2207,7 +2213,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t *ne, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D)`.
    */
   im2colBack(a: Tensor, b: Tensor, ne: readonly [number, number, number, number], s0: number, s1: number, p0: number, p1: number, d0: number, d1: number, is2D: boolean): Tensor {
-    const native = this._use("im2colBack", a, b);
+    const native = this._use("im2colBack", ["a", a], ["b", b]);
     const neC = ints("ne", ne, 4, BigInt64Array);
     int("s0", s0);
     int("s1", s1);
@@ -2226,7 +2232,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
    */
   conv1d(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
-    const native = this._use("conv1d", a, b);
+    const native = this._use("conv1d", ["a", a], ["b", b]);
     int("s0", s0);
     int("p0", p0);
     int("d0", d0);
@@ -2241,7 +2247,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s, int d)`.
    */
   conv1dPh(a: Tensor, b: Tensor, s: number, d: number): Tensor {
-    const native = this._use("conv1dPh", a, b);
+    const native = this._use("conv1dPh", ["a", a], ["b", b]);
     int("s", s);
     int("d", d);
     opChecks.conv1dPh(a, b, s, d);
@@ -2255,7 +2261,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
    */
   conv1dDw(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
-    const native = this._use("conv1dDw", a, b);
+    const native = this._use("conv1dDw", ["a", a], ["b", b]);
     int("s0", s0);
     int("p0", p0);
     int("d0", d0);
@@ -2267,7 +2273,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int d0)`.
    */
   conv1dDwPh(a: Tensor, b: Tensor, s0: number, d0: number): Tensor {
-    const native = this._use("conv1dDwPh", a, b);
+    const native = this._use("conv1dDwPh", ["a", a], ["b", b]);
     int("s0", s0);
     int("d0", d0);
     opChecks.conv1dDwPh(a, b, s0, d0);
@@ -2278,7 +2284,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
    */
   convTranspose1d(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
-    const native = this._use("convTranspose1d", a, b);
+    const native = this._use("convTranspose1d", ["a", a], ["b", b]);
     int("s0", s0);
     int("p0", p0);
     int("d0", d0);
@@ -2290,7 +2296,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
    */
   conv2d(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
-    const native = this._use("conv2d", a, b);
+    const native = this._use("conv2d", ["a", a], ["b", b]);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2305,7 +2311,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, enum wsp_ggml_type dst_type)`.
    */
   im2col3d(a: Tensor, b: Tensor, IC: number, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number, dstType: Type): Tensor {
-    const native = this._use("im2col3d", a, b);
+    const native = this._use("im2col3d", ["a", a], ["b", b]);
     i64("IC", IC);
     int("s0", s0);
     int("s1", s1);
@@ -2329,7 +2335,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2)`.
    */
   conv3d(a: Tensor, b: Tensor, IC: number, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number): Tensor {
-    const native = this._use("conv3d", a, b);
+    const native = this._use("conv3d", ["a", a], ["b", b]);
     i64("IC", IC);
     int("s0", s0);
     int("s1", s1);
@@ -2357,7 +2363,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_sk_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   conv2dSkP0(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("conv2dSkP0", a, b);
+    const native = this._use("conv2dSkP0", ["a", a], ["b", b]);
     opChecks.conv2dSkP0(a, b);
     return this._make("conv2dSkP0", (ctx) => native.wsp_ggml_conv_2d_sk_p0(ctx, a._ptr, b._ptr), a, b);
   }
@@ -2375,7 +2381,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_s1_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   conv2dS1Ph(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("conv2dS1Ph", a, b);
+    const native = this._use("conv2dS1Ph", ["a", a], ["b", b]);
     opChecks.conv2dS1Ph(a, b);
     return this._make("conv2dS1Ph", (ctx) => native.wsp_ggml_conv_2d_s1_ph(ctx, a._ptr, b._ptr), a, b);
   }
@@ -2386,7 +2392,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
    */
   conv2dDw(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
-    const native = this._use("conv2dDw", a, b);
+    const native = this._use("conv2dDw", ["a", a], ["b", b]);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2407,7 +2413,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride0, int stride1, int pad0, int pad1, int dilation0, int dilation1)`.
    */
   conv2dDwDirect(a: Tensor, b: Tensor, stride0: number, stride1: number, pad0: number, pad1: number, dilation0: number, dilation1: number): Tensor {
-    const native = this._use("conv2dDwDirect", a, b);
+    const native = this._use("conv2dDwDirect", ["a", a], ["b", b]);
     int("stride0", stride0);
     int("stride1", stride1);
     int("pad0", pad0);
@@ -2422,7 +2428,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_2d_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride)`.
    */
   convTranspose2dP0(a: Tensor, b: Tensor, stride: number): Tensor {
-    const native = this._use("convTranspose2dP0", a, b);
+    const native = this._use("convTranspose2dP0", ["a", a], ["b", b]);
     int("stride", stride);
     opChecks.convTranspose2dP0(a, b, stride);
     return this._make("convTranspose2dP0", (ctx) => native.wsp_ggml_conv_transpose_2d_p0(ctx, a._ptr, b._ptr, stride), a, b);
@@ -2432,7 +2438,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
    */
   conv2dDirect(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
-    const native = this._use("conv2dDirect", a, b);
+    const native = this._use("conv2dDirect", ["a", a], ["b", b]);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2447,7 +2453,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, int n_channels, int n_batch, int n_channels_out)`.
    */
   conv3dDirect(a: Tensor, b: Tensor, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number, nChannels: number, nBatch: number, nChannelsOut: number): Tensor {
-    const native = this._use("conv3dDirect", a, b);
+    const native = this._use("conv3dDirect", ["a", a], ["b", b]);
     int("s0", s0);
     int("s1", s1);
     int("s2", s2);
@@ -2468,7 +2474,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int s0, int p0)`.
    */
   pool1d(a: Tensor, op: OpPool, k0: number, s0: number, p0: number): Tensor {
-    const native = this._use("pool1d", a);
+    const native = this._use("pool1d", ["a", a]);
     member("op", op, OpPool, "OpPool");
     int("k0", k0);
     int("s0", s0);
@@ -2484,7 +2490,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)`.
    */
   pool2d(a: Tensor, op: OpPool, k0: number, k1: number, s0: number, s1: number, p0: number, p1: number): Tensor {
-    const native = this._use("pool2d", a);
+    const native = this._use("pool2d", ["a", a]);
     member("op", op, OpPool, "OpPool");
     int("k0", k0);
     int("k1", k1);
@@ -2500,7 +2506,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *af, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)`.
    */
   pool2dBack(a: Tensor, af: Tensor, op: OpPool, k0: number, k1: number, s0: number, s1: number, p0: number, p1: number): Tensor {
-    const native = this._use("pool2dBack", a, af);
+    const native = this._use("pool2dBack", ["a", a], ["af", af]);
     member("op", op, OpPool, "OpPool");
     int("k0", k0);
     int("k1", k1);
@@ -2519,7 +2525,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_upscale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int scale_factor, enum wsp_ggml_scale_mode mode)`.
    */
   upscale(a: Tensor, scaleFactor: number, mode: ScaleMode): Tensor {
-    const native = this._use("upscale", a);
+    const native = this._use("upscale", ["a", a]);
     int("scaleFactor", scaleFactor);
     member("mode", mode, ScaleMode, "ScaleMode");
     opChecks.upscale(a, scaleFactor, mode);
@@ -2532,7 +2538,7 @@ export abstract class Ops {
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
   upscaleExt(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, mode: ScaleMode): Tensor {
-    const native = this._use("upscaleExt", a);
+    const native = this._use("upscaleExt", ["a", a]);
     int("ne0", ne0);
     int("ne1", ne1);
     int("ne2", ne2);
@@ -2549,7 +2555,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_interpolate(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint32_t mode)`.
    */
   interpolate(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, mode: number): Tensor {
-    const native = this._use("interpolate", a);
+    const native = this._use("interpolate", ["a", a]);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -2565,7 +2571,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1, int p2, int p3)`.
    */
   pad(a: Tensor, p0: number, p1: number, p2: number, p3: number): Tensor {
-    const native = this._use("pad", a);
+    const native = this._use("pad", ["a", a]);
     int("p0", p0);
     int("p1", p1);
     int("p2", p2);
@@ -2578,7 +2584,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int lp0, int rp0, int lp1, int rp1, int lp2, int rp2, int lp3, int rp3)`.
    */
   padExt(a: Tensor, lp0: number, rp0: number, lp1: number, rp1: number, lp2: number, rp2: number, lp3: number, rp3: number): Tensor {
-    const native = this._use("padExt", a);
+    const native = this._use("padExt", ["a", a]);
     int("lp0", lp0);
     int("rp0", rp0);
     int("lp1", lp1);
@@ -2597,7 +2603,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad_reflect_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1)`.
    */
   padReflect1d(a: Tensor, p0: number, p1: number): Tensor {
-    const native = this._use("padReflect1d", a);
+    const native = this._use("padReflect1d", ["a", a]);
     int("p0", p0);
     int("p1", p1);
     opChecks.padReflect1d(a, p0, p1);
@@ -2611,7 +2617,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_roll(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int shift0, int shift1, int shift2, int shift3)`.
    */
   roll(a: Tensor, shift0: number, shift1: number, shift2: number, shift3: number): Tensor {
-    const native = this._use("roll", a);
+    const native = this._use("roll", ["a", a]);
     int("shift0", shift0);
     int("shift1", shift1);
     int("shift2", shift2);
@@ -2628,7 +2634,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_timestep_embedding(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *timesteps, int dim, int max_period)`.
    */
   timestepEmbedding(timesteps: Tensor, dim: number, maxPeriod: number): Tensor {
-    const native = this._use("timestepEmbedding", timesteps);
+    const native = this._use("timestepEmbedding", ["timesteps", timesteps]);
     int("dim", dim);
     int("maxPeriod", maxPeriod);
     opChecks.timestepEmbedding(timesteps, dim, maxPeriod);
@@ -2639,7 +2645,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_argsort(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_sort_order order)`.
    */
   argsort(a: Tensor, order: SortOrder): Tensor {
-    const native = this._use("argsort", a);
+    const native = this._use("argsort", ["a", a]);
     member("order", order, SortOrder, "SortOrder");
     opChecks.argsort(a, order);
     return this._make("argsort", (ctx) => native.wsp_ggml_argsort(ctx, a._ptr, order), a);
@@ -2663,7 +2669,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_top_k(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int k)`.
    */
   topK(a: Tensor, k: number): Tensor {
-    const native = this._use("topK", a);
+    const native = this._use("topK", ["a", a]);
     int("k", k);
     opChecks.topK(a, k);
     return this._make("topK", (ctx) => native.wsp_ggml_top_k(ctx, a._ptr, k), a);
@@ -2684,7 +2690,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *mask, float scale, float max_bias, float logit_softcap)`.
    */
   flashAttnExt(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, scale: number, maxBias: number, logitSoftcap: number): Tensor {
-    const native = this._use("flashAttnExt", q, k, v, mask);
+    const native = this._use("flashAttnExt", ["q", q], ["k", k], ["v", v], ["mask", mask, true]);
     float("scale", scale);
     float("maxBias", maxBias);
     float("logitSoftcap", logitSoftcap);
@@ -2698,7 +2704,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *d, _Bool masked)`.
    */
   flashAttnBack(q: Tensor, k: Tensor, v: Tensor, d: Tensor, masked: boolean): Tensor {
-    const native = this._use("flashAttnBack", q, k, v, d);
+    const native = this._use("flashAttnBack", ["q", q], ["k", k], ["v", v], ["d", d]);
     bool("masked", masked);
     opChecks.flashAttnBack(q, k, v, d, masked);
     return this._make("flashAttnBack", (ctx) => native.wsp_ggml_flash_attn_back(ctx, q._ptr, k._ptr, v._ptr, d._ptr, masked), q, k, v, d);
@@ -2708,7 +2714,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_conv(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *sx, struct wsp_ggml_tensor *c)`.
    */
   ssmConv(sx: Tensor, c: Tensor): Tensor {
-    const native = this._use("ssmConv", sx, c);
+    const native = this._use("ssmConv", ["sx", sx], ["c", c]);
     opChecks.ssmConv(sx, c);
     return this._make("ssmConv", (ctx) => native.wsp_ggml_ssm_conv(ctx, sx._ptr, c._ptr), sx, c);
   }
@@ -2717,7 +2723,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_scan(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *s, struct wsp_ggml_tensor *x, struct wsp_ggml_tensor *dt, struct wsp_ggml_tensor *A, struct wsp_ggml_tensor *B, struct wsp_ggml_tensor *C, struct wsp_ggml_tensor *ids)`.
    */
   ssmScan(s: Tensor, x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, ids: Tensor): Tensor {
-    const native = this._use("ssmScan", s, x, dt, A, B, C, ids);
+    const native = this._use("ssmScan", ["s", s], ["x", x], ["dt", dt], ["A", A], ["B", B], ["C", C], ["ids", ids]);
     opChecks.ssmScan(s, x, dt, A, B, C, ids);
     return this._make("ssmScan", (ctx) => native.wsp_ggml_ssm_scan(ctx, s._ptr, x._ptr, dt._ptr, A._ptr, B._ptr, C._ptr, ids._ptr), s, x, dt, A, B, C, ids);
   }
@@ -2733,7 +2739,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_win_part(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w)`.
    */
   winPart(a: Tensor, w: number): Tensor {
-    const native = this._use("winPart", a);
+    const native = this._use("winPart", ["a", a]);
     int("w", w);
     opChecks.winPart(a, w);
     return this._make("winPart", (ctx) => native.wsp_ggml_win_part(ctx, a._ptr, w), a);
@@ -2746,7 +2752,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_win_unpart(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w0, int h0, int w)`.
    */
   winUnpart(a: Tensor, w0: number, h0: number, w: number): Tensor {
-    const native = this._use("winUnpart", a);
+    const native = this._use("winUnpart", ["a", a]);
     int("w0", w0);
     int("h0", h0);
     int("w", w);
@@ -2758,7 +2764,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_unary(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)`.
    */
   unary(a: Tensor, op: UnaryOp): Tensor {
-    const native = this._use("unary", a);
+    const native = this._use("unary", ["a", a]);
     member("op", op, UnaryOp, "UnaryOp");
     opChecks.unary(a, op);
     return this._make("unary", (ctx) => native.wsp_ggml_unary(ctx, a._ptr, op), a);
@@ -2768,7 +2774,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_unary_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)`.
    */
   unaryInplace(a: Tensor, op: UnaryOp): Tensor {
-    const native = this._use("unaryInplace", a);
+    const native = this._use("unaryInplace", ["a", a]);
     member("op", op, UnaryOp, "UnaryOp");
     opChecks.unaryInplace(a, op);
     return this._make("unaryInplace", (ctx) => native.wsp_ggml_unary_inplace(ctx, a._ptr, op), a);
@@ -2780,7 +2786,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int qh, int kh)`.
    */
   getRelPos(a: Tensor, qh: number, kh: number): Tensor {
-    const native = this._use("getRelPos", a);
+    const native = this._use("getRelPos", ["a", a]);
     int("qh", qh);
     int("kh", kh);
     opChecks.getRelPos(a, qh, kh);
@@ -2793,7 +2799,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)`.
    */
   addRelPos(a: Tensor, pw: Tensor, ph: Tensor): Tensor {
-    const native = this._use("addRelPos", a, pw, ph);
+    const native = this._use("addRelPos", ["a", a], ["pw", pw], ["ph", ph]);
     opChecks.addRelPos(a, pw, ph);
     return this._make("addRelPos", (ctx) => native.wsp_ggml_add_rel_pos(ctx, a._ptr, pw._ptr, ph._ptr), a, pw, ph);
   }
@@ -2802,7 +2808,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)`.
    */
   addRelPosInplace(a: Tensor, pw: Tensor, ph: Tensor): Tensor {
-    const native = this._use("addRelPosInplace", a, pw, ph);
+    const native = this._use("addRelPosInplace", ["a", a], ["pw", pw], ["ph", ph]);
     opChecks.addRelPosInplace(a, pw, ph);
     return this._make("addRelPosInplace", (ctx) => native.wsp_ggml_add_rel_pos_inplace(ctx, a._ptr, pw._ptr, ph._ptr), a, pw, ph);
   }
@@ -2811,7 +2817,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv6(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *tf, struct wsp_ggml_tensor *td, struct wsp_ggml_tensor *state)`.
    */
   rwkvWkv6(k: Tensor, v: Tensor, r: Tensor, tf: Tensor, td: Tensor, state: Tensor): Tensor {
-    const native = this._use("rwkvWkv6", k, v, r, tf, td, state);
+    const native = this._use("rwkvWkv6", ["k", k], ["v", v], ["r", r], ["tf", tf], ["td", td], ["state", state]);
     opChecks.rwkvWkv6(k, v, r, tf, td, state);
     return this._make("rwkvWkv6", (ctx) => native.wsp_ggml_rwkv_wkv6(ctx, k._ptr, v._ptr, r._ptr, tf._ptr, td._ptr, state._ptr), k, v, r, tf, td, state);
   }
@@ -2820,7 +2826,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gated_linear_attn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *g, struct wsp_ggml_tensor *state, float scale)`.
    */
   gatedLinearAttn(k: Tensor, v: Tensor, q: Tensor, g: Tensor, state: Tensor, scale: number): Tensor {
-    const native = this._use("gatedLinearAttn", k, v, q, g, state);
+    const native = this._use("gatedLinearAttn", ["k", k], ["v", v], ["q", q], ["g", g], ["state", state]);
     float("scale", scale);
     opChecks.gatedLinearAttn(k, v, q, g, state, scale);
     return this._make("gatedLinearAttn", (ctx) => native.wsp_ggml_gated_linear_attn(ctx, k._ptr, v._ptr, q._ptr, g._ptr, state._ptr, scale), k, v, q, g, state);
@@ -2830,7 +2836,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv7(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *w, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *state)`.
    */
   rwkvWkv7(r: Tensor, w: Tensor, k: Tensor, v: Tensor, a: Tensor, b: Tensor, state: Tensor): Tensor {
-    const native = this._use("rwkvWkv7", r, w, k, v, a, b, state);
+    const native = this._use("rwkvWkv7", ["r", r], ["w", w], ["k", k], ["v", v], ["a", a], ["b", b], ["state", state]);
     opChecks.rwkvWkv7(r, w, k, v, a, b, state);
     return this._make("rwkvWkv7", (ctx) => native.wsp_ggml_rwkv_wkv7(ctx, r._ptr, w._ptr, k._ptr, v._ptr, a._ptr, b._ptr, state._ptr), r, w, k, v, a, b, state);
   }
@@ -2841,7 +2847,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   crossEntropyLoss(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("crossEntropyLoss", a, b);
+    const native = this._use("crossEntropyLoss", ["a", a], ["b", b]);
     opChecks.crossEntropyLoss(a, b);
     return this._make("crossEntropyLoss", (ctx) => native.wsp_ggml_cross_entropy_loss(ctx, a._ptr, b._ptr), a, b);
   }
@@ -2850,7 +2856,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
    */
   crossEntropyLossBack(a: Tensor, b: Tensor, c: Tensor): Tensor {
-    const native = this._use("crossEntropyLossBack", a, b, c);
+    const native = this._use("crossEntropyLossBack", ["a", a], ["b", b], ["c", c]);
     opChecks.crossEntropyLossBack(a, b, c);
     return this._make("crossEntropyLossBack", (ctx) => native.wsp_ggml_cross_entropy_loss_back(ctx, a._ptr, b._ptr, c._ptr), a, b, c);
   }
@@ -2863,7 +2869,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_adamw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *m, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *adamw_params)`.
    */
   optStepAdamw(a: Tensor, grad: Tensor, m: Tensor, v: Tensor, adamwParams: Tensor): Tensor {
-    const native = this._use("optStepAdamw", a, grad, m, v, adamwParams);
+    const native = this._use("optStepAdamw", ["a", a], ["grad", grad], ["m", m], ["v", v], ["adamwParams", adamwParams]);
     opChecks.optStepAdamw(a, grad, m, v, adamwParams);
     return this._make("optStepAdamw", (ctx) => native.wsp_ggml_opt_step_adamw(ctx, a._ptr, grad._ptr, m._ptr, v._ptr, adamwParams._ptr), a, grad, m, v, adamwParams);
   }
@@ -2874,7 +2880,7 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_sgd(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *sgd_params)`.
    */
   optStepSgd(a: Tensor, grad: Tensor, sgdParams: Tensor): Tensor {
-    const native = this._use("optStepSgd", a, grad, sgdParams);
+    const native = this._use("optStepSgd", ["a", a], ["grad", grad], ["sgdParams", sgdParams]);
     opChecks.optStepSgd(a, grad, sgdParams);
     return this._make("optStepSgd", (ctx) => native.wsp_ggml_opt_step_sgd(ctx, a._ptr, grad._ptr, sgdParams._ptr), a, grad, sgdParams);
   }
