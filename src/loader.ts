@@ -46,6 +46,14 @@ export interface LoadOptions {
   readonly cpuVariant?: string;
 }
 
+/** The default places of the search, replaceable for tests. */
+export interface SearchPlaces {
+  /** The local build's directory (default: {@linkcode localBuildDir}). */
+  readonly localDir?: string;
+  /** The file or URL the platform package is resolved from (default: this module). */
+  readonly resolveFrom?: string;
+}
+
 /** Where the library was found. */
 export interface LibraryLocation {
   /** Which place of the search order supplied it. */
@@ -110,11 +118,11 @@ function inspect(path: string): { base: string; dir: string } | string {
 }
 
 /** The directory of the installed platform package, or why there is none. */
-function packageDir(): string | { missing: string } {
+function packageDir(from: string): string | { missing: string } {
   const name = platformPackage();
   let manifest: string;
   try {
-    manifest = createRequire(import.meta.url).resolve(`${name}/package.json`);
+    manifest = createRequire(from).resolve(`${name}/package.json`);
   } catch {
     return { missing: "not installed" };
   }
@@ -128,10 +136,12 @@ function packageDir(): string | { missing: string } {
  *
  * @param options the explicit place, if any
  * @param env the environment (defaults to the process environment)
+ * @param places where the local build is and where the platform package is resolved from (for tests)
  */
 export function locateLibrary(
   options: LoadOptions = {},
   env: Readonly<Record<string, string | undefined>> = process.env,
+  places: SearchPlaces = {},
 ): LibraryLocation {
   const searched: string[] = [];
   const fail = (): never => {
@@ -155,11 +165,11 @@ export function locateLibrary(
     searched.push(`${label}: ${path} ${found}`);
     return fail(); // an explicit place is authoritative
   }
-  const local = localBuildDir();
+  const local = places.localDir ?? localBuildDir();
   const atLocal = inspect(local);
   if (typeof atLocal !== "string") return { source: "local", ...atLocal };
   searched.push(`local build: ${local} ${atLocal}`);
-  const pkg = packageDir();
+  const pkg = packageDir(places.resolveFrom ?? import.meta.url);
   if (typeof pkg !== "string") {
     searched.push(`platform package ${platformPackage()}: ${pkg.missing}`);
     return fail();

@@ -28,6 +28,7 @@ export {
   type LibraryLocation,
   loadLibrary,
   type LoadOptions,
+  type SearchPlaces,
   localBuildDir,
   locateLibrary,
   platformPackage,

@@ -2,10 +2,11 @@
 // set/get with conversions, zero-copy views), Graph, ownership.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  baseLibraryName,
   BUILD_COMMAND,
   Context,
   GgmlError,
@@ -60,14 +61,41 @@ describe("loader", () => {
   });
 
   test("nothing found: every place looked, the platform package and the build command", () => {
-    // locateLibrary with an empty environment and a missing local build is what a fresh install sees.
-    const searched = [`the path option: not set`, `${LIBRARY_PATH_ENV}: not set`];
-    const e = new LibraryNotFoundError("x", searched);
-    assert.deepEqual(e.searched, searched);
-    assert.match(platformPackage("linux", "x64"), /^@wsp-ggml\/linux-x64$/);
+    const nowhere = join(tmpdir(), "wsp-ggml-nowhere");
+    assert.throws(() => locateLibrary({}, {}, { localDir: nowhere, resolveFrom: join(nowhere, "x.js") }), (e: unknown) => {
+      assert.ok(e instanceof LibraryNotFoundError);
+      assert.deepEqual(e.searched, [
+        "the path option: not set",
+        `${LIBRARY_PATH_ENV}: not set`,
+        `local build: ${nowhere} does not exist`,
+        `platform package ${platformPackage()}: not installed`,
+      ]);
+      for (const s of e.searched) assert.ok(e.message.includes(s), s);
+      assert.ok(e.message.includes(`\`${BUILD_COMMAND}\``));
+      return true;
+    });
+    assert.equal(platformPackage("linux", "x64"), "@wsp-ggml/linux-x64");
+    assert.equal(platformPackage("win32", "arm64"), "@wsp-ggml/win32-arm64");
     assert.throws(() => loadLibrary({ path: "/nonexistent/wsp" }), (err: unknown) =>
-      err instanceof LibraryNotFoundError && /the path option: \/nonexistent\/wsp does not exist/.test(err.message) &&
-      /npm run build/.test(err.message));
+      err instanceof LibraryNotFoundError && /the path option: \/nonexistent\/wsp does not exist/.test(err.message));
+  });
+
+  test("the installed platform package is found by name", () => {
+    const root = mkdtempSync(join(tmpdir(), "wsp-pkg-"));
+    try {
+      const pkg = join(root, "node_modules", ...platformPackage().split("/"));
+      mkdirSync(join(pkg, "lib"), { recursive: true });
+      writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: platformPackage(), version: "0.0.0" }));
+      for (const f of readdirSync(localBuildDir())) {
+        if (f === baseLibraryName() || f.includes("ggml-cpu-")) symlinkSync(join(localBuildDir(), f), join(pkg, "lib", f));
+      }
+      const found = locateLibrary({}, {}, { localDir: join(root, "no-build"), resolveFrom: join(root, "main.js") });
+      assert.equal(found.source, "package");
+      assert.equal(found.dir, join(pkg, "lib"));
+      assert.equal(found.base, join(pkg, "lib", baseLibraryName()));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 
