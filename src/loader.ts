@@ -28,6 +28,7 @@ import { fileURLToPath } from "node:url";
 import { cString, type FfiAdapter, loadAdapter } from "./ffi/mod.ts";
 import { openWspGgml, type WspGgml } from "./ffi/open.ts";
 import { ArgumentError, LibraryNotFoundError } from "./errors.ts";
+import { callbacks, LogLevel } from "./bindings.gen.ts";
 
 /** The environment variable that names the library's directory (or the base library file). */
 export const LIBRARY_PATH_ENV = "WSP_GGML_LIBRARY_PATH";
@@ -197,6 +198,24 @@ export function bestCpuVariant(adapter: FfiAdapter, dir: string): string {
   return best.path;
 }
 
+/**
+ * Runs `fn` with ggml's log routed to JS (synchronously, on this thread) and
+ * returns what it logged, then restores ggml's default log.
+ */
+function capturingLogs<R>(lib: WspGgml, fn: () => R): { result: R; logs: { level: number; text: string }[] } {
+  const logs: { level: number; text: string }[] = [];
+  const cb = ffi.callback(callbacks.wsp_ggml_log_callback, ((level: number, text: number) => {
+    logs.push({ level, text: ffi.readCString(text) ?? "" });
+  }) as never);
+  try {
+    lib.symbols.wsp_ggml_log_set(cb.pointer, 0);
+    return { result: fn(), logs };
+  } finally {
+    lib.symbols.wsp_ggml_log_set(0, 0);
+    cb.close();
+  }
+}
+
 let sink: unknown;
 /** Keeps a buffer whose address C used reachable until after the call. */
 export function keepAlive(value: unknown): void {
@@ -241,8 +260,13 @@ export function loadLibrary(options: LoadOptions = {}): Library {
     ? ffi.readCString(named.symbols.wsp_ggml_cpu_variant_name()) ?? ""
     : CPU_VARIANT.exec(cpuPath.split(/[\\/]/).pop() ?? "")?.[1] ?? "";
   const pathC = cString(cpuPath);
-  const cpuReg = lib.symbols.wsp_ggml_backend_load(ffi.addressOf(pathC));
+  const { result: cpuReg, logs } = capturingLogs(lib, () => lib.symbols.wsp_ggml_backend_load(ffi.addressOf(pathC)));
   keepAlive(pathC);
+  if (cpuReg === 0) {
+    throw new LibraryNotFoundError(`ggml's backend registry could not load ${cpuPath}: ${logs.map((l) => l.text.trim()).join("; ")}`, [cpuPath]);
+  }
+  // ggml reports a successful load at INFO level on stderr; keep only what deserves attention.
+  for (const l of logs) if (l.level === LogLevel.WARN || l.level === LogLevel.ERROR) console.warn(l.text.trimEnd());
   loaded = { ...lib, ffi, location, cpuPath, cpuVariant, cpuReg };
   return loaded;
 }

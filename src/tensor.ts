@@ -14,6 +14,9 @@ import { runtime, type TypeTraits } from "./runtime.ts";
 const F = layouts.wsp_ggml_tensor.fields;
 const NE = F.ne.offset, NB = F.nb.offset;
 
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
 /** Reads a little-endian 64-bit integer as a number (exact below 2^53). */
 function i64At(view: DataView, at: number): number {
   return view.getUint32(at, true) + view.getInt32(at + 4, true) * 2 ** 32;
@@ -217,7 +220,7 @@ export class Tensor {
     const v = this.#view();
     const bytes = new Uint8Array(v.buffer, v.byteOffset + this._off + F.name.offset, MAX_NAME);
     const end = bytes.indexOf(0);
-    return new TextDecoder().decode(bytes.subarray(0, end < 0 ? MAX_NAME : end));
+    return decoder.decode(bytes.subarray(0, end < 0 ? MAX_NAME : end));
   }
 
   set name(value: string) {
@@ -230,7 +233,7 @@ export class Tensor {
     if (value.includes("\0")) throw new ArgumentError("a tensor name cannot contain NUL");
     const v = this.#view();
     const bytes = new Uint8Array(v.buffer, v.byteOffset + this._off + F.name.offset, MAX_NAME);
-    const encoded = new TextEncoder().encode(value);
+    const encoded = encoder.encode(value);
     let n = Math.min(encoded.length, MAX_NAME - 1);
     while (n > 0 && n < encoded.length && (encoded[n] & 0xc0) === 0x80) n--; // never cut inside a character
     bytes.fill(0);

@@ -184,6 +184,9 @@ describe("Tensor", () => {
     assert.deepEqual(Array.from(h.view() as Uint16Array), [0x3c00, 0x2e66, 0x7bff, 0]);
     h.set(new Uint16Array([0xc000, 0x3800, 0x7c00, 0x0001]));
     assert.deepEqual(h.toArray(), [-2, 0.5, Infinity, 2 ** -24]);
+    const wide = new Float32Array([9, 9, 0.5, -1, 2, 4]);
+    assert.deepEqual(h.set(wide.subarray(2)).toArray(), [0.5, -1, 2, 4], "from a subarray, converted");
+    assert.deepEqual(f.set(wide.subarray(3)).toArray(), [-1, 2, 4], "from a subarray, copied");
     const bf = ctx.newTensor1d(Type.BF16, 2).set(new Float32Array([1, -3.5]));
     assert.deepEqual(bf.toArray(), [1, -3.5]);
     const q = ctx.newTensor1d(Type.Q8_0, 32);
