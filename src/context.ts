@@ -10,8 +10,8 @@
  *
  * @module
  */
-import { DEFAULT_GRAPH_SIZE, layouts, MAX_DIMS, MEM_ALIGN } from "./bindings.gen.ts";
-import { bool, size as sizeArg } from "./args.ts";
+import { DEFAULT_GRAPH_SIZE, layouts, MAX_DIMS, MEM_ALIGN, Type } from "./bindings.gen.ts";
+import { bool, member, size as sizeArg } from "./args.ts";
 import { ArgumentError, ContextOutOfMemoryError, GgmlError, UseAfterFreeError } from "./errors.ts";
 import { Graph } from "./graph.ts";
 import { ffi, keepAlive } from "./loader.ts";
@@ -275,8 +275,9 @@ export class Context extends Ops {
    * @param type the element type
    * @param shape elements per dimension, innermost first
    */
-  newTensor(type: number, shape: readonly number[]): Tensor {
+  newTensor(type: Type, shape: readonly number[]): Tensor {
     this._use("newTensor");
+    member("type", type, Type, "Type");
     if (!Array.isArray(shape) || shape.length < 1 || shape.length > MAX_DIMS) {
       throw new ArgumentError(`newTensor: shape must have 1 to ${MAX_DIMS} dimensions`);
     }

@@ -51,6 +51,7 @@ const cases: [string, () => unknown, ErrorClass][] = [
   // new tensors
   ["newTensor: removed type", () => ctx.newTensor1d(4 as Type, 4), ArgumentError],
   ["newTensor: type out of range", () => ctx.newTensor1d(Type.COUNT, 4), ArgumentError],
+  ["newTensor: removed type, shape form", () => ctx.newTensor(5 as Type, [4]), ArgumentError],
   ["newTensor: 5 dimensions", () => ctx.newTensor(Type.F32, [1, 1, 1, 1, 1]), ArgumentError],
   ["newTensor: no dimensions", () => ctx.newTensor(Type.F32, []), ArgumentError],
   ["newTensor: negative ne", () => ctx.newTensor2d(Type.F32, 4, -1), GgmlError],
