@@ -58,19 +58,25 @@ function detach(buffer: ArrayBuffer): void {
   else structuredClone(buffer, { transfer: [buffer] });
 }
 
-function release(state: State): void {
+/**
+ * Frees the native context. An explicit free also detaches the pool, so that
+ * every `view()` of it becomes unusable; after a collection nothing but such
+ * views can still refer to the pool, which is JS memory that ggml does not
+ * free: they keep it (and its data) until they go too.
+ */
+function release(state: State, detachViews: boolean): void {
   if (state.ptr === 0) return;
   runtime().lib.symbols.wsp_ggml_free(state.ptr);
   state.ptr = 0;
   stats.contexts--;
   stats.poolBytes -= state.memSize;
-  if (state.buffer) detach(state.buffer);
+  if (state.buffer && detachViews) detach(state.buffer);
   state.buffer = null;
 }
 
 const finalizer = new FinalizationRegistry<State>((state) => {
   if (state.ptr !== 0) stats.finalized++;
-  release(state);
+  release(state, false);
 });
 
 const VIEW_SRC = layouts.wsp_ggml_tensor.fields.view_src.offset;
@@ -170,7 +176,7 @@ export class Context extends Ops {
     finalizer.unregister(this);
     this.#tensors.clear();
     this.#deps.clear();
-    release(this.#state);
+    release(this.#state, true);
     this.#view = new DataView(new ArrayBuffer(0));
   }
 

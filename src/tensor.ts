@@ -326,7 +326,9 @@ export class Tensor {
    * bits) for f16 and bf16, `Int32Array` for i32, …, `Uint8Array` (raw
    * blocks) for quantized types. Writes go straight to the tensor. The view
    * is detached (length 0, every access `undefined` or a TypeError) the
-   * moment the context that owns the memory is freed: it never dangles.
+   * moment the context that owns the memory is freed (`free()`, `using`): it
+   * never dangles. A context collected by the garbage collector leaves its
+   * views intact: the pool is JS memory, which they keep.
    *
    * Pass the array class (`t.view(Float32Array)`) to have the result typed
    * as that class; it is checked against the tensor's type.

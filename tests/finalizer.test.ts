@@ -67,3 +67,15 @@ test("a tensor keeps its context alive", async () => {
   assert.deepEqual(t.toArray(), [3, 4]);
   t.context.free();
 });
+
+test("a view outlives a collected context with its data intact", async () => {
+  const gc = forcedGc();
+  const before = memoryStats();
+  const view = (() => new Context({ memSize: 1 << 20 }).newTensor1d(Type.F32, 3).set(new Float32Array([1, 2, 3])).view(Float32Array))();
+  for (let i = 0; i < 20 && memoryStats().finalized === before.finalized; i++) {
+    gc();
+    await tick();
+  }
+  assert.equal(memoryStats().finalized, before.finalized + 1, "the context was collected and freed");
+  assert.deepEqual(Array.from(view), [1, 2, 3], "the pool is JS memory: the view still holds it");
+});
