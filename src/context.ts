@@ -22,7 +22,12 @@ import { Tensor } from "./tensor.ts";
 
 /** Options of {@linkcode Context}. */
 export interface ContextOptions {
-  /** Bytes of the pool that holds the tensors (structs and, unless `noAlloc`, data) and graphs. */
+  /**
+   * Bytes of the pool that holds the tensors (structs and, unless `noAlloc`,
+   * data) and graphs. The pool is a JS `ArrayBuffer`, so it is bounded by the
+   * runtime's largest one (4 GiB on Bun); larger weights belong in a `noAlloc`
+   * context whose tensors live in backend buffers.
+   */
   readonly memSize: number;
   /** Create tensors without data (their memory is allocated elsewhere, e.g. by a backend). */
   readonly noAlloc?: boolean;
