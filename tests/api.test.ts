@@ -5,7 +5,9 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { root, runTs } from "./run.ts";
 import {
+  ArgumentError,
   baseLibraryName,
   BUILD_COMMAND,
   Context,
@@ -35,6 +37,19 @@ describe("loader", () => {
     assert.ok(lib.cpuPath.includes(lib.cpuVariant), `${lib.cpuPath} is the ${lib.cpuVariant} variant`);
     assert.notEqual(lib.cpuReg, 0, "registered with ggml's backend registry");
     assert.equal(lib.symbols.wsp_ggml_backend_reg_count() >= 1, true);
+  });
+
+  test("the cpuVariant option opens that variant", () => {
+    const out = JSON.parse(runTs(join(root, "tests", "programs", "variant.ts"), { WSP_TEST_VARIANT: "x64" }));
+    assert.deepEqual(out, { variant: "x64", source: "local", y: [1, 4, 9] });
+    const env = JSON.parse(runTs(join(root, "tests", "programs", "variant.ts"), { WSP_TEST_VARIANT: "sse42", [LIBRARY_PATH_ENV]: localBuildDir() }));
+    assert.deepEqual(env, { variant: "sse42", source: "env", y: [1, 4, 9] });
+  });
+
+  test("once loaded, another place or variant is refused", () => {
+    const lib = loadLibrary();
+    assert.equal(loadLibrary({ cpuVariant: lib.cpuVariant }), lib);
+    assert.throws(() => loadLibrary({ cpuVariant: lib.cpuVariant === "x64" ? "sse42" : "x64" }), ArgumentError);
   });
 
   test("the explicit option and the environment variable come first", () => {
