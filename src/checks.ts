@@ -179,7 +179,7 @@ const set = (op: string) => (a: Tensor, b: Tensor, ...rest: number[]) => {
   const offset = rest[rest.length - 1];
   need(offset < 2 ** 30, op, `offset ${offset} must be below 2^30`, "bounds");
 };
-const norm = (op: string) => (a: Tensor, eps: number) => need(eps >= 0, op, `eps must not be negative, got ${eps}`, "arg");
+const norm = (op: string) => (_a: Tensor, eps: number) => need(eps >= 0, op, `eps must not be negative, got ${eps}`, "arg");
 const groupNorm = (op: string) => (a: Tensor, nGroups: number, eps: number) => {
   positive(op, "nGroups", nGroups);
   norm(op)(a, eps);

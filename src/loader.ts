@@ -216,6 +216,8 @@ function capturingLogs<R>(lib: WspGgml, fn: () => R): { result: R; logs: { level
   }
 }
 
+// Written, never read: a store the optimiser cannot drop keeps the value reachable up to it.
+// deno-lint-ignore no-unused-vars
 let sink: unknown;
 /** Keeps a buffer whose address C used reachable until after the call. */
 export function keepAlive(value: unknown): void {

@@ -44,6 +44,8 @@ export interface Scratch {
   readonly view: DataView;
   /** The pool's address. */
   readonly base: number;
+  /** The pool, referenced for the process lifetime (the scratch context is never freed). */
+  readonly buffer: ArrayBuffer;
 }
 
 /** A JS-owned pool of `size` bytes aligned to 64 bytes for a context. */
@@ -89,15 +91,13 @@ export function runtime(): Runtime {
   const pool = allocPool(SCRATCH);
   const scratchPtr = initContext(lib, pool.base, SCRATCH, true);
   if (scratchPtr === 0) throw new Error("wsp_ggml_init failed for the scratch context");
-  // Kept for the process lifetime: the scratch pool must outlive its context.
-  scratchPool = pool.buffer;
   let backend = 0;
   state = {
     lib,
     types,
     objectSize,
     tensorSize,
-    scratch: { ptr: scratchPtr, view: pool.view, base: pool.base },
+    scratch: { ptr: scratchPtr, view: pool.view, base: pool.base, buffer: pool.buffer },
     cpuBackend: () => {
       if (backend === 0) {
         backend = s.wsp_ggml_backend_cpu_init();
@@ -108,6 +108,3 @@ export function runtime(): Runtime {
   };
   return state;
 }
-
-/** The scratch pool, referenced for the process lifetime. */
-export let scratchPool: ArrayBuffer | undefined;
