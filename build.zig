@@ -178,6 +178,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&base_sources), .flags = &common_cxx_flags });
     if (pathExists(b, base_shim)) base_mod.addCSourceFile(.{ .file = b.path(base_shim), .flags = &common_c_flags });
     base_mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
+    if (os == .windows) base_mod.addCSourceFile(.{ .file = b.path("native/win-exports.c"), .flags = &common_c_flags });
     const base = b.addLibrary(.{ .linkage = .dynamic, .name = "wsp-ggml", .root_module = base_mod });
     try steps.append(b.allocator, install(b, base, dir, null));
 
@@ -201,7 +202,15 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
         for (v.features) |f| mod.addCMacro(b.fmt("WSP_GGML_{s}", .{f}), "1");
         mod.addCMacro("WSP_GGML_CPU_VARIANT_NAME", b.fmt("\"{s}\"", .{v.name}));
         const arch_dir = if (arch == .x86_64) "ggml-cpu/arch/x86" else "ggml-cpu/arch/arm";
-        const arch_files = [_][]const u8{ b.fmt("{s}/quants.c", .{arch_dir}), b.fmt("{s}/cpu-feats.cpp", .{arch_dir}), b.fmt("{s}/repack.cpp", .{arch_dir}) };
+        const arch_files = [_][]const u8{ b.fmt("{s}/quants.c", .{arch_dir}), b.fmt("{s}/repack.cpp", .{arch_dir}) };
+        // The score function runs on CPUs the variant cannot run on, so it must not contain
+        // the variant's instructions: cpu-feats.cpp is compiled for the baseline CPU, with
+        // the variant's feature macros (upstream does the same with a separate object library).
+        const feats_mod = b.createModule(.{ .target = base_target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .pic = true, .link_libc = true, .link_libcpp = true });
+        addCommon(b, feats_mod, os);
+        for (v.features) |f| feats_mod.addCMacro(b.fmt("WSP_GGML_{s}", .{f}), "1");
+        feats_mod.addCSourceFile(.{ .file = b.path(b.fmt("{s}/{s}/cpu-feats.cpp", .{ vendor, arch_dir })), .flags = &common_cxx_flags });
+        mod.addObject(b.addObject(.{ .name = b.fmt("ggml-cpu-{s}-feats", .{v.name}), .root_module = feats_mod }));
         mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cFiles(&cpu_sources), .flags = &common_c_flags });
         mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&cpu_sources), .flags = &common_cxx_flags });
         mod.addCSourceFiles(.{ .root = b.path(vendor), .files = b.allocator.dupe([]const u8, cFiles(&arch_files)) catch @panic("OOM"), .flags = &common_c_flags });

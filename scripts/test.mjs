@@ -117,6 +117,8 @@ async function main() {
       results.push({ step: "dist + cross smoke", passed: 0, failed: 0, skipped: 1, note: "--quick" });
     } else {
       heading("cross-compile every target (zig build dist smoke-dist)");
+      // zig's install never removes files: a variant left from an older build would be loaded.
+      for (const d of ["dist", "smoke"]) fs.rmSync(path.join(root, "zig-out", d), { recursive: true, force: true });
       const t0 = Date.now();
       const dist = await run(zig, ["build", "dist", "smoke-dist"]);
       console.log(`dist built in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
