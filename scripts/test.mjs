@@ -66,6 +66,16 @@ function testFiles() {
   return out.sort();
 }
 
+/** The .ts files directly in `dir` and below. */
+function listTs(dir) {
+  const abs = path.join(root, dir);
+  if (!fs.existsSync(abs)) return [];
+  return fs.readdirSync(abs, { recursive: true })
+    .map((f) => `${dir}/${String(f).split(path.sep).join("/")}`)
+    .filter((f) => f.endsWith(".ts") && !f.includes("/node_modules/"))
+    .sort();
+}
+
 /** Counts from each runner's closing lines. */
 function counts(runtime, out) {
   if (runtime === "node") {
@@ -108,6 +118,12 @@ async function main() {
     const smoke = await run(zig, ["build", "test"]);
     const m = /smoke: (\d+) passed, (\d+) failed/.exec(smoke.out);
     results.push({ step: "C smoke · host", passed: Number(m?.[1] ?? 0), failed: smoke.code === 0 ? Number(m?.[2] ?? 0) : Math.max(1, Number(m?.[2] ?? 1)), skipped: 0, note: "" });
+
+    heading("type check (deno check; tsc for the Node/Bun view)");
+    const tsFiles = ["mod.ts", "codegen/main.ts", ...listTs("examples"), ...testFiles(), ...listTs("tests/native")];
+    const dcheck = await run(bin("deno"), ["check", "--quiet", ...new Set(tsFiles)]);
+    const tsc = await run(bin("tsc"), ["-p", ".", "--noEmit"]);
+    results.push({ step: "type check", passed: (dcheck.code === 0) + (tsc.code === 0), failed: (dcheck.code !== 0) + (tsc.code !== 0), skipped: 0, note: "" });
 
     heading("generated files are fresh (codegen --check)");
     const check = await run(bin("deno"), ["run", "-A", "codegen/main.ts", "--check"]);
