@@ -7,8 +7,18 @@
  * 1. the `path` option of {@linkcode loadLibrary};
  * 2. the `WSP_GGML_LIBRARY_PATH` environment variable;
  * 3. the local build, `zig-out/lib` of this repository (`npm run build`);
- * 4. the installed platform package `@wsp-ggml/<platform>-<arch>`
- *    (e.g. `@wsp-ggml/linux-x64`), resolved by name from this module.
+ * 4. the installed platform package `@wsp-ggml/<platform>-<arch>[-musl]`
+ *    (e.g. `@wsp-ggml/linux-x64`, `@wsp-ggml/linux-arm64-musl`), resolved by
+ *    name from this module. On Linux the C library of the running process
+ *    decides between the glibc and the musl package ({@linkcode detectLibc}),
+ *    not which of them happens to be installed: Deno's npm installer ignores
+ *    the `libc` (and, for resolution, `os`/`cpu`) fields of optional
+ *    dependencies (denoland/deno#36597, #35038) and installs both.
+ *
+ * With the `probe` option (or `WSP_GGML_PROBE=1`) the chosen library is first
+ * loaded and run in a child process, so that a binary that crashes on this
+ * machine is reported as an error instead of taking the process down; the
+ * verdict is cached per library file (see {@linkcode probeLibrary}).
  *
  * A place is a directory holding the base library (`libwsp-ggml.so`,
  * `libwsp-ggml.dylib`, `wsp-ggml.dll`) and the CPU backend variants
@@ -20,8 +30,11 @@
  *
  * @module
  */
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -32,6 +45,12 @@ import { callbacks, LogLevel } from "./bindings.gen.ts";
 
 /** The environment variable that names the library's directory (or the base library file). */
 export const LIBRARY_PATH_ENV = "WSP_GGML_LIBRARY_PATH";
+
+/** The environment variable that turns the child-process probe on (`1`) or off (`0`). */
+export const PROBE_ENV = "WSP_GGML_PROBE";
+
+/** The environment variable that names the directory of the probe verdict cache. */
+export const CACHE_DIR_ENV = "WSP_GGML_CACHE_DIR";
 
 /** The command that builds the library from this repository. */
 export const BUILD_COMMAND = "npm run build";
@@ -45,6 +64,12 @@ export interface LoadOptions {
   readonly path?: string;
   /** The CPU variant to open (`"haswell"`, `"x64"`, …) instead of the best-scoring one. */
   readonly cpuVariant?: string;
+  /**
+   * Load and run the library in a child process before loading it here
+   * (default: `WSP_GGML_PROBE=1`, else off). A library that crashes the
+   * child is reported with {@linkcode LibraryNotFoundError}; the verdict is cached.
+   */
+  readonly probe?: boolean;
 }
 
 /** The default places of the search, replaceable for tests. */
@@ -53,6 +78,42 @@ export interface SearchPlaces {
   readonly localDir?: string;
   /** The file or URL the platform package is resolved from (default: this module). */
   readonly resolveFrom?: string;
+  /** The C library to choose the Linux package for (default: {@linkcode detectLibc}). */
+  readonly libc?: Libc;
+}
+
+/** The C library of a Linux process. */
+export type Libc = "glibc" | "musl";
+
+let detectedLibc: Libc | undefined;
+
+/**
+ * The C library the running process is linked with (Linux; `undefined`
+ * elsewhere). The process's own mappings decide (`/proc/self/maps` names
+ * `ld-musl-*` or `libc.so.6`): a musl loader merely installed on a glibc
+ * system (Debian's `musl` package) does not count, and a glibc runtime run on
+ * Alpine through gcompat maps musl's loader, which is what the library will
+ * be linked against. Falls back to Node's report (`glibcVersionRuntime`),
+ * then to `ldd`'s text, then to glibc.
+ */
+export function detectLibc(): Libc | undefined {
+  if (process.platform !== "linux") return undefined;
+  return detectedLibc ??= (() => {
+    try {
+      const maps = readFileSync("/proc/self/maps", "utf8");
+      if (/\bld-musl-|\blibc\.musl-/.test(maps)) return "musl";
+      if (/\blibc\.so\.6\b|\bld-linux/.test(maps)) return "glibc";
+    } catch { /* no procfs, or no read permission */ }
+    try {
+      const report = (process as { report?: { getReport?: () => { header?: { glibcVersionRuntime?: string } } } }).report;
+      const header = report?.getReport?.()?.header;
+      if (header && "glibcVersionRuntime" in header) return header.glibcVersionRuntime ? "glibc" : "musl";
+    } catch { /* not supported by this runtime */ }
+    try {
+      if (readFileSync("/usr/bin/ldd", "utf8").includes("musl")) return "musl";
+    } catch { /* no ldd */ }
+    return "glibc";
+  })();
 }
 
 /** Where the library was found. */
@@ -84,14 +145,28 @@ export function baseLibraryName(platform: string = process.platform): string {
   return platform === "win32" ? "wsp-ggml.dll" : platform === "darwin" ? "libwsp-ggml.dylib" : "libwsp-ggml.so";
 }
 
-/** The name of the platform package for this platform (`@wsp-ggml/linux-x64`). */
-export function platformPackage(platform: string = process.platform, arch: string = process.arch): string {
-  return `@wsp-ggml/${platform}-${arch}`;
+/**
+ * The name of the platform package (`@wsp-ggml/linux-x64`,
+ * `@wsp-ggml/linux-x64-musl`, `@wsp-ggml/darwin-arm64`, …). On Linux, `libc`
+ * defaults to this process's C library when `platform` is this platform,
+ * else to glibc.
+ */
+export function platformPackage(
+  platform: string = process.platform,
+  arch: string = process.arch,
+  libc: Libc | undefined = platform !== "linux" ? undefined : platform === process.platform ? detectLibc() : "glibc",
+): string {
+  return `@wsp-ggml/${platform}-${arch}${platform === "linux" && libc === "musl" ? "-musl" : ""}`;
 }
 
 /** The local build's library directory: `zig-out/lib` of this repository. */
 export function localBuildDir(): string {
   return join(dirname(fileURLToPath(import.meta.url)), "..", "zig-out", "lib");
+}
+
+/** Whether this module runs from a source checkout (not from an installed package). */
+function inCheckout(): boolean {
+  return existsSync(join(dirname(fileURLToPath(import.meta.url)), "..", "build.zig"));
 }
 
 const CPU_VARIANT = /^(?:lib)?ggml-cpu-(.+)\.(?:so|dylib|dll)$/;
@@ -118,16 +193,30 @@ function inspect(path: string): { base: string; dir: string } | string {
   return { base, dir };
 }
 
-/** The directory of the installed platform package, or why there is none. */
-function packageDir(from: string): string | { missing: string } {
-  const name = platformPackage();
-  let manifest: string;
+/** The directory of an installed package, or undefined. */
+function resolvePackage(from: string, name: string): string | undefined {
   try {
-    manifest = createRequire(from).resolve(`${name}/package.json`);
+    return dirname(createRequire(from).resolve(`${name}/package.json`));
   } catch {
+    return undefined;
+  }
+}
+
+/** The directory of the installed platform package, or why there is none. */
+function packageDir(from: string, name: string, libc: Libc | undefined): string | { missing: string } {
+  const root = resolvePackage(from, name);
+  if (root === undefined) {
+    // Say so when the other libc's package is what is installed (an npm
+    // install copied from another system, or a forced --libc).
+    if (libc !== undefined) {
+      const other: Libc = libc === "musl" ? "glibc" : "musl";
+      const otherName = platformPackage(process.platform, process.arch, other);
+      if (resolvePackage(from, otherName) !== undefined) {
+        return { missing: `not installed (${otherName} is, but it is built for ${other} and this process runs on ${libc})` };
+      }
+    }
     return { missing: "not installed" };
   }
-  const root = dirname(manifest);
   return existsSync(join(root, "lib")) ? join(root, "lib") : root;
 }
 
@@ -145,10 +234,13 @@ export function locateLibrary(
   places: SearchPlaces = {},
 ): LibraryLocation {
   const searched: string[] = [];
+  const libc = process.platform === "linux" ? places.libc ?? detectLibc() : undefined;
+  const pkgName = platformPackage(process.platform, process.arch, libc);
   const fail = (): never => {
     throw new LibraryNotFoundError(
       `wsp-ggml: the native library was not found. Looked in:\n${searched.map((s, i) => `  ${i + 1}. ${s}`).join("\n")}\n` +
-        `Build it with \`${BUILD_COMMAND}\`, or install ${platformPackage()}.`,
+        `Install ${pkgName} (\`npm install ${pkgName}\`), set ${LIBRARY_PATH_ENV} to a directory holding the libraries, ` +
+        `or build them with \`${BUILD_COMMAND}\` in a checkout.`,
       searched,
     );
   };
@@ -166,18 +258,22 @@ export function locateLibrary(
     searched.push(`${label}: ${path} ${found}`);
     return fail(); // an explicit place is authoritative
   }
-  const local = places.localDir ?? localBuildDir();
-  const atLocal = inspect(local);
-  if (typeof atLocal !== "string") return { source: "local", ...atLocal };
-  searched.push(`local build: ${local} ${atLocal}`);
-  const pkg = packageDir(places.resolveFrom ?? import.meta.url);
+  if (places.localDir !== undefined || inCheckout()) {
+    const local = places.localDir ?? localBuildDir();
+    const atLocal = inspect(local);
+    if (typeof atLocal !== "string") return { source: "local", ...atLocal };
+    searched.push(`local build: ${local} ${atLocal}`);
+  } else {
+    searched.push("local build: not a source checkout");
+  }
+  const pkg = packageDir(places.resolveFrom ?? import.meta.url, pkgName, libc);
   if (typeof pkg !== "string") {
-    searched.push(`platform package ${platformPackage()}: ${pkg.missing}`);
+    searched.push(`platform package ${pkgName}: ${pkg.missing}`);
     return fail();
   }
   const atPkg = inspect(pkg);
   if (typeof atPkg !== "string") return { source: "package", ...atPkg };
-  searched.push(`platform package ${platformPackage()}: ${pkg} ${atPkg}`);
+  searched.push(`platform package ${pkgName}: ${pkg} ${atPkg}`);
   return fail();
 }
 
@@ -247,6 +343,15 @@ export function loadLibrary(options: LoadOptions = {}): Library {
     return loaded;
   }
   const location = locateLibrary(options);
+  const probe = options.probe ?? process.env[PROBE_ENV] === "1";
+  if (probe && options.cpuVariant === undefined) {
+    // The child chose the variant the same way; opening the others here to
+    // score them again is what the probe is meant to spare.
+    const verdict = probeLibrary(location);
+    if (verdict.variant !== undefined) options = { ...options, cpuVariant: verdict.variant };
+  } else if (probe) {
+    probeLibrary(location, options.cpuVariant);
+  }
   let cpuPath: string;
   if (options.cpuVariant !== undefined) {
     const variants = cpuVariants(location.dir);
@@ -276,4 +381,112 @@ export function loadLibrary(options: LoadOptions = {}): Library {
 /** The loaded library, loading it with the default search when needed. */
 export function library(): Library {
   return loaded ?? loadLibrary();
+}
+
+/** The outcome of {@linkcode probeLibrary}. */
+export interface ProbeVerdict {
+  /** Whether the child loaded the library and computed a graph with it. */
+  readonly ok: boolean;
+  /** The CPU variant the child chose (its file-name key, e.g. `"haswell"`). */
+  readonly variant?: string;
+  /** Why it failed (exit code or signal, and the child's error output). */
+  readonly detail?: string;
+  /** Whether the verdict came from the cache. */
+  readonly cached: boolean;
+}
+
+const probeVerdicts = new Map<string, ProbeVerdict>();
+
+/** The directory of the probe verdict cache. */
+export function probeCacheDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  if (env[CACHE_DIR_ENV]) return env[CACHE_DIR_ENV]!;
+  if (process.platform === "win32" && env.LOCALAPPDATA) return join(env.LOCALAPPDATA, "wsp-ggml");
+  if (process.platform === "darwin") return join(homedir(), "Library", "Caches", "wsp-ggml");
+  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "wsp-ggml");
+}
+
+/** The runtime executable and arguments that run `script` like this process runs its own code. */
+function childCommand(script: string, args: string[]): [string, string[]] {
+  if (ffi.runtime === "deno") return [process.execPath, ["run", "--allow-ffi", "--allow-read", "--allow-env", "--no-prompt", script, ...args]];
+  if (ffi.runtime === "bun") return [process.execPath, [script, ...args]];
+  // Keep loaders such as `--import tsx`; drop what would make the child a test runner or debugger.
+  const keep = process.execArgv.filter((a) => !/^--(test|inspect|watch|eval|print)|^-[ep]$/.test(a));
+  return [process.execPath, [...keep, script, ...args]];
+}
+
+/**
+ * Loads the library found at `location` in a child process of the same
+ * runtime, lets it choose the CPU variant (or use `cpuVariant`) and compute a
+ * small graph, and reports whether that worked. An illegal instruction, a
+ * missing symbol or an incompatible C library kills only the child.
+ *
+ * Verdicts are kept per process and on disk in {@linkcode probeCacheDir}
+ * (`WSP_GGML_CACHE_DIR`), keyed by the library files' paths, sizes and
+ * modification times and by the runtime and its version, so a probe runs once
+ * per installed binary. Throws {@linkcode LibraryNotFoundError} naming the
+ * library (and, for a platform package, the package) when the probe fails.
+ * When the probe cannot run (a compiled executable, no permission to spawn),
+ * a warning is printed and the library is trusted.
+ */
+export function probeLibrary(location: LibraryLocation, cpuVariant?: string): ProbeVerdict {
+  const here = fileURLToPath(import.meta.url);
+  const script = join(dirname(here), "ffi", `probe_child${here.endsWith(".ts") ? ".ts" : ".js"}`);
+  const files = [location.base, ...cpuVariants(location.dir).values()];
+  const identity = files.map((f) => {
+    const st = statSync(f);
+    return [f, st.size, st.mtimeMs];
+  });
+  const key = createHash("sha256")
+    .update(JSON.stringify([identity, cpuVariant ?? null, ffi.runtime, process.version, process.arch]))
+    .digest("hex").slice(0, 32);
+  const remembered = probeVerdicts.get(key);
+  if (remembered) return check(remembered);
+  const cacheFile = join(probeCacheDir(), `probe-${key}.json`);
+  try {
+    const v = JSON.parse(readFileSync(cacheFile, "utf8")) as ProbeVerdict;
+    probeVerdicts.set(key, { ...v, cached: true });
+    return check({ ...v, cached: true });
+  } catch { /* not cached yet */ }
+  if (!existsSync(script)) {
+    console.warn(`wsp-ggml: cannot probe ${location.base} (no probe script at ${script}, e.g. in a compiled executable); loading it directly`);
+    return { ok: true, cached: false };
+  }
+  const [cmd, args] = childCommand(script, [location.base, cpuVariant ?? ""]);
+  const env: Record<string, string | undefined> = { ...process.env, [PROBE_ENV]: "0", NODE_TEST_CONTEXT: undefined };
+  delete env.NODE_TEST_CONTEXT;
+  const r = spawnSync(cmd, args, { encoding: "utf8", env: env as Record<string, string>, timeout: 120_000, stdio: ["ignore", "pipe", "pipe"] });
+  if (r.error && (r.error as { code?: string }).code !== "ETIMEDOUT") {
+    console.warn(`wsp-ggml: cannot probe ${location.base} (${r.error.message}); loading it directly`);
+    return { ok: true, cached: false };
+  }
+  let verdict: ProbeVerdict;
+  const line = (r.stdout ?? "").trim().split("\n").pop() ?? "";
+  let answer: { ok?: boolean; variant?: string } = {};
+  try {
+    answer = JSON.parse(line);
+  } catch { /* the child died before answering */ }
+  if (r.status === 0 && answer.ok === true) {
+    verdict = { ok: true, variant: answer.variant, cached: false };
+  } else {
+    const how = r.error ? "timed out" : r.signal ? `was killed by ${r.signal}` : `exited with code ${r.status}`;
+    const err = (r.stderr ?? "").trim().split("\n").slice(-8).join("\n");
+    verdict = { ok: false, detail: `the probe process ${how}${err ? `:\n${err}` : ""}`, cached: false };
+  }
+  probeVerdicts.set(key, verdict);
+  try {
+    mkdirSync(dirname(cacheFile), { recursive: true });
+    writeFileSync(cacheFile, JSON.stringify(verdict));
+  } catch { /* an unwritable cache only costs a probe next time */ }
+  return check(verdict);
+
+  function check(v: ProbeVerdict): ProbeVerdict {
+    if (v.ok) return v;
+    const advice = location.source === "package"
+      ? `Reinstall ${platformPackage()} for this machine, or pass cpuVariant to choose another CPU variant.`
+      : "Rebuild it for this machine, or pass cpuVariant to choose another CPU variant.";
+    throw new LibraryNotFoundError(
+      `wsp-ggml: ${location.base} cannot be used on this machine: ${v.detail}${v.cached ? ` (cached verdict; delete ${cacheFile} to probe again)` : ""}\n${advice}`,
+      [`${location.source}: ${location.base} failed its probe`],
+    );
+  }
 }

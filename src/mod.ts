@@ -22,7 +22,14 @@ export * from "./errors.ts";
 export {
   baseLibraryName,
   BUILD_COMMAND,
+  CACHE_DIR_ENV,
   cpuVariants,
+  detectLibc,
+  type Libc,
+  PROBE_ENV,
+  probeCacheDir,
+  probeLibrary,
+  type ProbeVerdict,
   type Library,
   LIBRARY_PATH_ENV,
   type LibraryLocation,
@@ -34,6 +41,8 @@ export {
   platformPackage,
 } from "./loader.ts";
 export type { TypeTraits } from "./runtime.ts";
+export { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./version.ts";
+export { type BackendInfo, systemInfo, type SystemInfo } from "./system_info.ts";
 export {
   DEFAULT_GRAPH_SIZE,
   DEFAULT_N_THREADS,

@@ -27,6 +27,20 @@ export function detectRuntime(): FfiAdapter["runtime"] {
 
 let cached: Promise<FfiAdapter> | undefined;
 
+/**
+ * Sets the adapter before anything asks for one. The package's per-runtime
+ * entry points (`entry_deno.ts`, `entry_bun.ts`, `entry_node.ts`, chosen by
+ * the `exports` conditions of package.json) call it through
+ * `provide_<runtime>.ts`, so a published build imports its runtime's adapter
+ * statically and never the others'.
+ */
+export function provideAdapter(adapter: FfiAdapter): void {
+  if (adapter.runtime !== detectRuntime()) {
+    throw new Error(`wsp-ggml: the ${adapter.runtime} entry point was loaded on ${detectRuntime()}; import the package by its name so that the runtime's \`exports\` condition applies`);
+  }
+  cached ??= Promise.resolve(adapter);
+}
+
 /** The adapter for the running runtime (loaded once). */
 export function loadAdapter(): Promise<FfiAdapter> {
   // A computed specifier keeps each runtime from loading (and type-checking)

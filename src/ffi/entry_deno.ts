@@ -1,0 +1,9 @@
+/**
+ * The package entry for Deno (Deno.dlopen): the `"deno"` condition of package.json's
+ * `exports`. Its first import installs the runtime's adapter statically, so
+ * the library's modules (evaluated after it) never load another runtime's.
+ *
+ * @module
+ */
+import "./provide_deno.ts";
+export * from "../mod.ts";
