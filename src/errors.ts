@@ -22,7 +22,8 @@ export type GgmlErrorCode =
   | "NOT_ALLOCATED"
   | "UNSUPPORTED"
   | "COMPUTE"
-  | "LIBRARY_NOT_FOUND";
+  | "LIBRARY_NOT_FOUND"
+  | "GGUF";
 
 /** The base class of every error the API throws on purpose. */
 export class GgmlError extends Error {
@@ -146,5 +147,42 @@ export class LibraryNotFoundError extends GgmlError {
   constructor(message: string, searched: readonly string[]) {
     super("LIBRARY_NOT_FOUND", message);
     this.searched = searched;
+  }
+}
+
+/** Why a GGUF file was refused or a GGUF operation failed ({@linkcode GgufError.reason}). */
+export type GgufErrorReason =
+  /** The file could not be opened, read or written. */
+  | "IO"
+  /** The file ends before a structure it declares (header, KV, tensor info or data). */
+  | "TRUNCATED"
+  /** Not a GGUF file (magic), or a version this library does not read. */
+  | "FORMAT"
+  /** A count, length, type, dimension, offset or alignment that is invalid or out of the reader's limits. */
+  | "INVALID"
+  /** A key or tensor name that appears twice. */
+  | "DUPLICATE"
+  /** A key or tensor that does not exist. */
+  | "NOT_FOUND"
+  /** A KV read or written with another type than it has. */
+  | "TYPE"
+  /** The file changed between the TypeScript check and ggml's read. */
+  | "CHANGED";
+
+/** A GGUF file that cannot be read, or a misuse of the GGUF reader / writer. */
+export class GgufError extends GgmlError {
+  /** What went wrong. */
+  readonly reason: GgufErrorReason;
+  /** Byte offset in the file where the problem was found, when it is about a file. */
+  readonly offset: number | undefined;
+  /**
+   * @param reason what went wrong
+   * @param message the details
+   * @param offset where in the file, if known
+   */
+  constructor(reason: GgufErrorReason, message: string, offset?: number) {
+    super("GGUF", offset === undefined ? message : `${message} (at byte ${offset})`);
+    this.reason = reason;
+    this.offset = offset;
   }
 }

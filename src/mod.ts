@@ -41,6 +41,8 @@ export {
   platformPackage,
 } from "./loader.ts";
 export type { TypeTraits } from "./runtime.ts";
+export * from "./gguf/mod.ts";
+export { canQuantize, dequantize, quantize, type QuantizeOptions, requiresImatrix, rowSize } from "./quantize.ts";
 export { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./version.ts";
 export { type BackendInfo, systemInfo, type SystemInfo } from "./system_info.ts";
 export {
@@ -58,6 +60,9 @@ export {
   ROPE_TYPE_VISION,
   ScaleMode,
   SortOrder,
+  GGUF_DEFAULT_ALIGNMENT,
+  GGUF_VERSION,
+  GgufType,
   Status,
   TensorFlag,
   Type,

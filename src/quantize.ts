@@ -1,0 +1,108 @@
+/**
+ * Quantization: {@linkcode quantize} (`wsp_ggml_wsp_quantize_chunk`) and
+ * {@linkcode dequantize} (the CPU backend's `get_rows`, which runs each
+ * type's `to_float`), for every block type the library quantizes.
+ *
+ * @module
+ */
+import { Type } from "./bindings.gen.ts";
+import { ArgumentError, GgmlTypeError, ShapeError } from "./errors.ts";
+import { Context } from "./context.ts";
+import { ffi, keepAlive } from "./loader.ts";
+import { runtime } from "./runtime.ts";
+import { member } from "./args.ts";
+
+/** Types `wsp_ggml_wsp_quantize_chunk` handles (its switch, vendor/ggml/ggml.c). */
+const QUANTIZABLE = new Set<number>([
+  Type.Q4_0, Type.Q4_1, Type.Q5_0, Type.Q5_1, Type.Q8_0, Type.MXFP4, Type.Q2_K, Type.Q3_K, Type.Q4_K, Type.Q5_K, Type.Q6_K,
+  Type.TQ1_0, Type.TQ2_0, Type.IQ2_XXS, Type.IQ2_XS, Type.IQ3_XXS, Type.IQ3_S, Type.IQ2_S, Type.IQ1_S, Type.IQ1_M,
+  Type.IQ4_NL, Type.IQ4_XS, Type.F16, Type.BF16, Type.F32,
+]);
+
+/** Whether {@linkcode quantize} can produce `type`. */
+export function canQuantize(type: Type): boolean {
+  return QUANTIZABLE.has(type);
+}
+
+/** Whether `type` can only be quantized with an importance matrix (`wsp_ggml_wsp_quantize_requires_imatrix`). */
+export function requiresImatrix(type: Type): boolean {
+  member("type", type, Type, "Type");
+  return runtime().lib.symbols.wsp_ggml_wsp_quantize_requires_imatrix(type);
+}
+
+/** Bytes of one row of `n` elements of `type` (`wsp_ggml_row_size`). */
+export function rowSize(type: Type, n: number): number {
+  const t = runtime().types.get(type);
+  if (!t) throw new GgmlTypeError(`rowSize: ${type} is not a tensor type of this library`);
+  if (!Number.isSafeInteger(n) || n < 0 || n % t.blckSize !== 0) throw new ShapeError(`rowSize: ${n} is not a multiple of the ${t.name} block size ${t.blckSize}`);
+  return (n / t.blckSize) * t.typeSize;
+}
+
+/** Options of {@linkcode quantize}. */
+export interface QuantizeOptions {
+  /** Elements per row (a multiple of the type's block size). Default: all of `src` in one row. */
+  readonly nPerRow?: number;
+  /** Importance of each column (`nPerRow` weights), required by the IQ1/IQ2 types, used by K/IQ types. */
+  readonly imatrix?: Float32Array;
+}
+
+function rows(op: string, type: Type, n: number, nPerRow: number) {
+  const t = runtime().types.get(type);
+  if (!t) throw new GgmlTypeError(`${op}: ${type} is not a tensor type of this library`);
+  if (!Number.isSafeInteger(nPerRow) || nPerRow <= 0) throw new ArgumentError(`${op}: nPerRow must be a positive integer, got ${nPerRow}`);
+  if (nPerRow % t.blckSize !== 0) throw new ShapeError(`${op}: nPerRow ${nPerRow} is not a multiple of the ${t.name} block size ${t.blckSize}`);
+  if (n % nPerRow !== 0) throw new ShapeError(`${op}: ${n} elements are not a whole number of rows of ${nPerRow}`);
+  return { nrows: n / nPerRow, rowBytes: (nPerRow / t.blckSize) * t.typeSize, traits: t };
+}
+
+/**
+ * Quantizes `src` (rows of `nPerRow` values) to `type`: the raw blocks, as
+ * a {@linkcode Tensor} of that type stores them.
+ *
+ * @throws {GgmlTypeError} for a type ggml does not quantize to, or one that requires an imatrix when none is given
+ * @throws {ShapeError} when the rows do not split into whole blocks
+ */
+export function quantize(type: Type, src: Float32Array, options: QuantizeOptions = {}): Uint8Array {
+  member("type", type, Type, "Type");
+  if (!(src instanceof Float32Array)) throw new GgmlTypeError("quantize: src must be a Float32Array");
+  if (!QUANTIZABLE.has(type)) throw new GgmlTypeError(`quantize: ggml does not quantize to ${runtime().types.get(type)?.name ?? type}`);
+  const nPerRow = options.nPerRow ?? src.length;
+  const { nrows, rowBytes, traits } = rows("quantize", type, src.length, nPerRow);
+  const imatrix = options.imatrix;
+  if (imatrix !== undefined && (!(imatrix instanceof Float32Array) || imatrix.length !== nPerRow)) {
+    throw new ArgumentError(`quantize: imatrix must be a Float32Array of nPerRow = ${nPerRow} weights`);
+  }
+  const s = runtime().lib.symbols;
+  // wsp_ggml_wsp_quantize_chunk: WSP_GGML_ASSERT(imatrix != NULL) for these types.
+  if (imatrix === undefined && s.wsp_ggml_wsp_quantize_requires_imatrix(type)) {
+    throw new GgmlTypeError(`quantize: ${traits.name} requires an importance matrix (options.imatrix)`);
+  }
+  const out = new Uint8Array(nrows * rowBytes);
+  if (out.length === 0) return out;
+  const written = Number(s.wsp_ggml_wsp_quantize_chunk(type, ffi.addressOf(src), ffi.addressOf(out), 0, nrows, nPerRow, imatrix ? ffi.addressOf(imatrix) : 0));
+  keepAlive([src, out, imatrix]);
+  if (written !== out.length) throw new GgmlTypeError(`quantize: ggml wrote ${written} bytes, expected ${out.length}`);
+  return out;
+}
+
+/**
+ * Dequantizes raw blocks of `type` (rows of `nPerRow` values) to f32, with
+ * the CPU backend's own conversion.
+ *
+ * @throws {ShapeError} when `data` is not a whole number of rows
+ */
+export function dequantize(type: Type, data: Uint8Array, nPerRow: number): Float32Array {
+  member("type", type, Type, "Type");
+  if (!(data instanceof Uint8Array)) throw new GgmlTypeError("dequantize: data must be a Uint8Array of raw blocks");
+  const { rowBytes, traits } = rows("dequantize", type, nPerRow, nPerRow);
+  if (data.length % rowBytes !== 0) throw new ShapeError(`dequantize: ${data.length} bytes are not a whole number of ${traits.name} rows of ${rowBytes} bytes`);
+  const nrows = data.length / rowBytes;
+  if (nrows === 0) return new Float32Array(0);
+  const memSize = data.length + nrows * 4 * (nPerRow + 1) + (1 << 16) + Number(runtime().lib.symbols.wsp_ggml_graph_overhead_custom(4, false));
+  using ctx = new Context({ memSize });
+  const q = ctx.newTensor(type, [nPerRow, nrows]).set(data);
+  const idx = ctx.newTensor(Type.I32, [nrows]).set(Int32Array.from({ length: nrows }, (_, i) => i));
+  const out = ctx.getRows(q, idx);
+  ctx.newGraphCustom(4).buildForwardExpand(out).compute({ nThreads: 1 });
+  return out.get(Float32Array);
+}
