@@ -94,13 +94,16 @@ export function quantize(type: Type, src: Float32Array, options: QuantizeOptions
 export function dequantize(type: Type, data: Uint8Array, nPerRow: number): Float32Array {
   member("type", type, Type, "Type");
   if (!(data instanceof Uint8Array)) throw new GgmlTypeError("dequantize: data must be a Uint8Array of raw blocks");
+  if (!QUANTIZABLE.has(type)) throw new GgmlTypeError(`dequantize: ${runtime().types.get(type)?.name ?? type} is not a type quantize() produces`);
   const { rowBytes, traits } = rows("dequantize", type, nPerRow, nPerRow);
   if (data.length % rowBytes !== 0) throw new ShapeError(`dequantize: ${data.length} bytes are not a whole number of ${traits.name} rows of ${rowBytes} bytes`);
   const nrows = data.length / rowBytes;
   if (nrows === 0) return new Float32Array(0);
   const memSize = data.length + nrows * 4 * (nPerRow + 1) + (1 << 16) + Number(runtime().lib.symbols.wsp_ggml_graph_overhead_custom(4, false));
   using ctx = new Context({ memSize });
-  const q = ctx.newTensor(type, [nPerRow, nrows]).set(data);
+  const raw = traits.quantized ? data : data.slice(); // plain types are set from their own (aligned) arrays
+  const values = traits.quantized ? raw : type === Type.F32 ? new Float32Array(raw.buffer) : new Uint16Array(raw.buffer);
+  const q = ctx.newTensor(type, [nPerRow, nrows]).set(values);
   const idx = ctx.newTensor(Type.I32, [nrows]).set(Int32Array.from({ length: nrows }, (_, i) => i));
   const out = ctx.getRows(q, idx);
   ctx.newGraphCustom(4).buildForwardExpand(out).compute({ nThreads: 1 });
