@@ -115,9 +115,13 @@ async function main() {
 
   if (!fileArgs.length) {
     heading("C smoke test (zig build test)");
-    const smoke = await run(zig, ["build", "test"]);
+    // zig's run step keeps the program's output to itself on success: run the installed binary again to show and count it.
+    const built = await run(zig, ["build", "test"]);
+    const libDir = path.join(root, "zig-out", "lib");
+    const smoke = built.code === 0 ? await run(path.join(libDir, process.platform === "win32" ? "wsp-ggml-smoke.exe" : "wsp-ggml-smoke"), [libDir]) : built;
     const m = /smoke: (\d+) passed, (\d+) failed/.exec(smoke.out);
-    results.push({ step: "C smoke · host", passed: Number(m?.[1] ?? 0), failed: smoke.code === 0 ? Number(m?.[2] ?? 0) : Math.max(1, Number(m?.[2] ?? 1)), skipped: 0, note: "" });
+    const smokeFailed = smoke.code === 0 ? Number(m?.[2] ?? 0) : Math.max(1, Number(m?.[2] ?? 1));
+    results.push({ step: "C smoke · host", passed: Number(m?.[1] ?? 0), failed: m ? smokeFailed : 1, skipped: 0, note: "" });
 
     heading("type check (deno check; tsc for the Node/Bun view)");
     const tsFiles = ["mod.ts", "codegen/main.ts", ...listTs("examples"), ...testFiles(), ...listTs("tests/native")];
