@@ -68,3 +68,37 @@ export {
   Type,
   UnaryOp,
 } from "./bindings.gen.ts";
+export {
+  type AsyncComputeOptions,
+  Backend,
+  BackendEvent,
+  BackendReg,
+  backendRegByName,
+  backendRegs,
+  type CpuBackendOptions,
+  Device,
+  deviceByName,
+  deviceByType,
+  type DeviceCaps,
+  type DeviceMemory,
+  type DeviceProps,
+  devices,
+  loadAllFromPath,
+  loadBackend,
+  Threadpool,
+  type ThreadpoolOptions,
+} from "./backend.ts";
+export {
+  allocCtxTensors,
+  Buffer,
+  BufferType,
+  cpuBufferType,
+  Gallocr,
+  tensorCopy,
+  tensorGet,
+  tensorGetBytes,
+  tensorMemset,
+  tensorSet,
+} from "./buffer.ts";
+export { SCHED_MAX_BACKENDS, SCHED_MAX_COPIES, Sched, type SchedEvalCallback, type SchedOptions } from "./sched.ts";
+export { BackendBufferUsage, BackendDevType, SchedPriority } from "./bindings.gen.ts";

@@ -3,7 +3,9 @@
  *
  * bun:ffi cannot pass structs by value (oven-sh/bun#6139); the generated
  * tables point every such function at its pointer-based C shim, so nothing
- * here needs them. Bun has no non-blocking call (oven-sh/bun#5490).
+ * here needs them. Bun has no non-blocking call (oven-sh/bun#5490): the
+ * `async` variants run the call on a worker thread (`bun_worker.ts`) that
+ * opened the same library.
  *
  * @module
  */
@@ -12,6 +14,7 @@ import type { FFIFunction, Pointer as BunPointer } from "bun:ffi";
 import { BUN_TYPES } from "./native_types.ts";
 import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
 import type { FfiAdapter, FfiType, FunctionDef, FunctionTable, NativeLibrary } from "./types.ts";
+import type { WorkerCall } from "./bun_worker.ts";
 
 
 /** The bun:ffi type of a runtime-neutral FFI type. */
@@ -31,6 +34,44 @@ interface BoundLibrary {
 
 function bind(path: string, defs: Record<string, FFIFunction>): BoundLibrary {
   return dlopen(path, defs) as unknown as BoundLibrary;
+}
+
+interface CallWorker {
+  call(path: string, symbol: string, def: FunctionDef, args: unknown[]): Promise<unknown>;
+}
+
+let callWorker: CallWorker | undefined;
+
+/**
+ * The worker that makes non-blocking calls, started on first use. It is
+ * referenced only while calls are pending, so it never keeps the process
+ * alive on its own; calls are made one at a time, in order.
+ */
+function worker(): CallWorker {
+  if (callWorker) return callWorker;
+  const w = new Worker(new URL("./bun_worker.ts", import.meta.url).href);
+  w.unref();
+  const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  let next = 0;
+  w.onmessage = (e: MessageEvent<{ id: number; value?: unknown; error?: string }>) => {
+    const p = pending.get(e.data.id);
+    if (!p) return;
+    pending.delete(e.data.id);
+    if (pending.size === 0) w.unref();
+    if (e.data.error !== undefined) p.reject(new Error(e.data.error));
+    else p.resolve(e.data.value);
+  };
+  callWorker = {
+    call: (path, symbol, def, args) =>
+      new Promise((resolve, reject) => {
+        const id = next++;
+        pending.set(id, { resolve, reject });
+        if (pending.size === 1) w.ref();
+        const message: WorkerCall = { id, path, symbol, def, args };
+        w.postMessage(message);
+      }),
+  };
+  return callWorker;
 }
 
 function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {
@@ -57,6 +98,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   const raw: Record<string, (...a: unknown[]) => unknown> = {};
   for (const lib of libs) Object.assign(raw, lib.symbols);
   const symbols: Record<string, unknown> = {};
+  const async: Record<string, unknown> = {};
   const bound = new Set<string>();
   for (const [name, def] of Object.entries(table)) {
     const f = def.defined === false ? undefined : raw[symbolOf(name, def)];
@@ -67,10 +109,14 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
     bound.add(name);
     // Bun returns null for a NULL `ptr`; the API's NULL is 0.
     symbols[name] = isPointer(def.result) ? (...a: unknown[]) => (f(...a) as number | null) ?? 0 : f;
+    if (def.nonblocking) {
+      const plain: FunctionDef = { args: def.args, result: def.result };
+      async[name] = (...a: unknown[]) => worker().call(path, symbolOf(name, def), plain, a);
+    }
   }
   return {
     symbols: symbols as NativeLibrary<T>["symbols"],
-    async: {},
+    async: async as NativeLibrary<T>["async"],
     has: (name) => bound.has(name),
     close: () => libs.forEach((l) => l.close()),
   };
@@ -79,7 +125,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
 /** The adapter for Bun. */
 export const adapter: FfiAdapter = {
   runtime: "bun",
-  hasNonblocking: false,
+  hasNonblocking: true,
   open,
   view: (ptr, byteLength) => {
     if (ptr === 0) throw new TypeError("NULL pointer dereference");
@@ -90,6 +136,17 @@ export const adapter: FfiAdapter = {
       buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength),
     )),
   readCString: (ptr) => (ptr === 0 ? null : new CString(ptr as BunPointer).toString()),
+  symbolAddress: (path, name) => {
+    try {
+      const lib = dlopen(path, { [name]: { args: [], returns: FFIType.void } }) as unknown as {
+        symbols: Record<string, { ptr?: number | null }>;
+      };
+      // The library stays open: the address must outlive this call.
+      return toPointer(lib.symbols[name].ptr ?? 0);
+    } catch {
+      return 0;
+    }
+  },
   readPointer: (ptr, offset = 0) => toPointer(read.ptr(ptr as BunPointer, offset)),
   callback: (signature, fn, options = {}) => {
     const pointerArgs = signature.args.map(isPointer);

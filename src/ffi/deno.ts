@@ -119,6 +119,12 @@ export const adapter: FfiAdapter = {
     return toPointer(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes as Uint8Array<ArrayBuffer>)));
   },
   readCString: (ptr) => (ptr === 0 ? null : Deno.UnsafePointerView.getCString(pointerObject(ptr))),
+  symbolAddress: (path, name) => {
+    // A static of type "pointer" is the symbol's own address.
+    const lib = Deno.dlopen(path, { [name]: { type: "pointer", optional: true } } as const);
+    const p = (lib.symbols as Record<string, Deno.PointerValue | null>)[name] ?? null;
+    return p === null ? 0 : toPointer(Deno.UnsafePointer.value(p));
+  },
   readPointer: (ptr, offset = 0) => toPointer(new Deno.UnsafePointerView(pointerObject(ptr)).getBigUint64(offset)),
   callback,
 };

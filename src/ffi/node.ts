@@ -76,6 +76,13 @@ export const adapter: FfiAdapter = {
   },
   addressOf: (buffer) => toPointer(koffi.address(buffer)),
   readCString: (ptr) => (ptr === 0 ? null : koffi.decode(BigInt(ptr), "char", -1) as string),
+  symbolAddress: (path, name) => {
+    try {
+      return toPointer(koffi.address(koffi.load(path).symbol(name, "void *")) as bigint);
+    } catch {
+      return 0;
+    }
+  },
   readPointer: (ptr, offset = 0) => toPointer(koffi.decode(BigInt(ptr), offset, "uintptr_t") as number | bigint),
   callback: (signature, fn) => {
     const proto = koffi.proto(`wsp_ffi_cb${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType));

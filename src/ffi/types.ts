@@ -92,8 +92,10 @@ export interface NativeLibrary<T extends FunctionTable> {
   /** Synchronous calls, one per table entry. Undefined entries throw {@linkcode SymbolNotDefinedError}. */
   readonly symbols: { readonly [K in keyof T]: JsFunction<T[K]> };
   /**
-   * Non-blocking calls for entries marked `nonblocking`, on runtimes that
-   * have them (Deno `nonblocking`, koffi `.async`); empty on Bun.
+   * Non-blocking calls for entries marked `nonblocking`: Deno `nonblocking`,
+   * koffi `.async`, and on Bun (which has no non-blocking FFI,
+   * oven-sh/bun#5490) a call made by a worker thread that opened the same
+   * library (same process, same native pointers).
    */
   readonly async: { readonly [K in keyof T]?: JsAsyncFunction<T[K]> };
   /** Whether `name` is bound to a native symbol (false for missing ones). */
@@ -153,6 +155,11 @@ export interface FfiAdapter {
   addressOf(buffer: ArrayBufferView | ArrayBuffer): Pointer;
   /** Reads a NUL-terminated UTF-8 string at `ptr` (`null` for NULL). */
   readCString(ptr: Pointer): string | null;
+  /**
+   * The address of the exported symbol `name` of the library at `path` (a C
+   * function to pass as a function pointer); 0 when it is not exported.
+   */
+  symbolAddress(path: string, name: string): Pointer;
   /** Reads a pointer-sized value at `ptr + offset`. */
   readPointer(ptr: Pointer, offset?: number): Pointer;
   /** Makes `fn` callable from C with the given signature. */

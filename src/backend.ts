@@ -1,0 +1,748 @@
+/**
+ * Backends and devices (`ggml-backend.h`, `ggml-cpu.h`): ggml's registry of
+ * backend libraries and their devices, {@linkcode Backend} instances that
+ * compute graphs, the CPU backend's thread count and reusable
+ * {@linkcode Threadpool}, and events.
+ *
+ * Each native object has one owner: call `free()` (or `using`) when done.
+ * Every method of a freed object throws {@linkcode UseAfterFreeError};
+ * ggml would read freed memory.
+ *
+ * @module
+ */
+import { BackendDevType, layouts, MAX_N_THREADS, SchedPriority, Status } from "./bindings.gen.ts";
+import { int, member } from "./args.ts";
+import { ArgumentError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
+import { cString } from "./ffi/mod.ts";
+import { ffi, keepAlive } from "./loader.ts";
+import { allocPool, initContext, runtime } from "./runtime.ts";
+import { cpuHandlesTypes, Graph } from "./graph.ts";
+import { Tensor } from "./tensor.ts";
+import { Buffer, BufferType } from "./buffer.ts";
+
+const sym = () => runtime().lib.symbols;
+const str = (p: number) => ffi.readCString(p) ?? "";
+const TENSOR = layouts.wsp_ggml_tensor.fields;
+
+/** The memory of a device, in bytes (`wsp_ggml_backend_dev_memory`). */
+export interface DeviceMemory {
+  /** Bytes free. */
+  readonly free: number;
+  /** Bytes in total. */
+  readonly total: number;
+}
+
+/** What a device can do (`struct wsp_ggml_backend_dev_caps`). */
+export interface DeviceCaps {
+  /** Asynchronous operations (`graphComputeAsync` that returns before the end, async copies). */
+  readonly async: boolean;
+  /** A pinned host buffer type (`hostBufferType`). */
+  readonly hostBuffer: boolean;
+  /** Buffers over existing host memory (`wsp_ggml_backend_dev_buffer_from_host_ptr`). */
+  readonly bufferFromHostPtr: boolean;
+  /** Events for synchronisation ({@linkcode BackendEvent}). */
+  readonly events: boolean;
+}
+
+/** The properties of a device (`struct wsp_ggml_backend_dev_props`). */
+export interface DeviceProps {
+  /** Short name (`CPU`, `Metal`, …). */
+  readonly name: string;
+  /** What it is (for a CPU: the processor's name). */
+  readonly description: string;
+  /** Free and total memory. */
+  readonly memory: DeviceMemory;
+  /** A {@linkcode BackendDevType} value. */
+  readonly type: BackendDevType;
+  /** A stable identifier where the backend has one (a PCI bus id), else null. */
+  readonly deviceId: string | null;
+  /** Capabilities. */
+  readonly caps: DeviceCaps;
+}
+
+/** A device of a backend library (`wsp_ggml_backend_dev_t`); owned by ggml's registry, never freed. */
+export class Device {
+  /** The native `wsp_ggml_backend_dev_t`. */
+  readonly pointer: number;
+
+  /** @internal Devices come from {@linkcode devices}, {@linkcode deviceByName}, {@linkcode Backend.device}. */
+  constructor(pointer: number) {
+    this.pointer = pointer;
+  }
+
+  /** Name (`wsp_ggml_backend_dev_name`). */
+  get name(): string {
+    return str(sym().wsp_ggml_backend_dev_name(this.pointer));
+  }
+
+  /** Description (`wsp_ggml_backend_dev_description`). */
+  get description(): string {
+    return str(sym().wsp_ggml_backend_dev_description(this.pointer));
+  }
+
+  /** A {@linkcode BackendDevType} value (`wsp_ggml_backend_dev_type`). */
+  get type(): BackendDevType {
+    return sym().wsp_ggml_backend_dev_type(this.pointer) as BackendDevType;
+  }
+
+  /** Free and total memory (`wsp_ggml_backend_dev_memory`). */
+  memory(): DeviceMemory {
+    const out = new BigUint64Array(2);
+    const base = ffi.addressOf(out);
+    sym().wsp_ggml_backend_dev_memory(this.pointer, base, base + 8);
+    return { free: Number(out[0]), total: Number(out[1]) };
+  }
+
+  /** Every property (`wsp_ggml_backend_dev_get_props`). */
+  props(): DeviceProps {
+    const L = layouts.wsp_ggml_backend_dev_props;
+    const buf = new ArrayBuffer(L.size);
+    sym().wsp_ggml_backend_dev_get_props(this.pointer, ffi.addressOf(buf));
+    const v = new DataView(buf), f = L.fields, c = layouts.wsp_ggml_backend_dev_caps.fields, at = f.caps.offset;
+    const p = (o: number) => Number(v.getBigUint64(o, true));
+    const id = p(f.device_id.offset);
+    return {
+      name: str(p(f.name.offset)),
+      description: str(p(f.description.offset)),
+      memory: { free: p(f.memory_free.offset), total: p(f.memory_total.offset) },
+      type: v.getInt32(f.type.offset, true) as BackendDevType,
+      deviceId: id === 0 ? null : str(id),
+      caps: {
+        async: v.getUint8(at + c.async.offset) !== 0,
+        hostBuffer: v.getUint8(at + c.host_buffer.offset) !== 0,
+        bufferFromHostPtr: v.getUint8(at + c.buffer_from_host_ptr.offset) !== 0,
+        events: v.getUint8(at + c.events.offset) !== 0,
+      },
+    };
+  }
+
+  /** The registry entry of the backend library this device belongs to. */
+  get reg(): BackendReg {
+    return new BackendReg(sym().wsp_ggml_backend_dev_backend_reg(this.pointer));
+  }
+
+  /** The device's default buffer type (`wsp_ggml_backend_dev_buffer_type`). */
+  get bufferType(): BufferType {
+    return new BufferType(sym().wsp_ggml_backend_dev_buffer_type(this.pointer));
+  }
+
+  /** The pinned host buffer type, or null when the device has none (`caps.hostBuffer`). */
+  get hostBufferType(): BufferType | null {
+    const p = sym().wsp_ggml_backend_dev_host_buffer_type(this.pointer);
+    return p === 0 ? null : new BufferType(p);
+  }
+
+  /** Whether the device can compute `tensor`'s op (`wsp_ggml_backend_dev_supports_op`). */
+  supportsOp(tensor: Tensor): boolean {
+    return supports(this.type, sym().wsp_ggml_backend_dev_supports_op(this.pointer, tensorPtr("supportsOp", tensor)), tensor);
+  }
+
+  /** Whether the device can use buffers of `type` (`wsp_ggml_backend_dev_supports_buft`). */
+  supportsBufferType(type: BufferType): boolean {
+    return sym().wsp_ggml_backend_dev_supports_buft(this.pointer, type.pointer);
+  }
+
+  /**
+   * A backend instance on this device (`wsp_ggml_backend_dev_init`).
+   *
+   * @param params backend-specific parameters, or none
+   * @throws {GgmlError} when the backend cannot be created
+   */
+  init(params?: string): Backend {
+    const c = params === undefined ? null : cString(params);
+    const p = sym().wsp_ggml_backend_dev_init(this.pointer, c ? ffi.addressOf(c) : 0);
+    keepAlive(c);
+    if (p === 0) throw new GgmlError("ARGUMENT", `init: the ${this.name} device could not create a backend`);
+    return new Backend(p);
+  }
+}
+
+/** A backend library in ggml's registry (`wsp_ggml_backend_reg_t`); never freed. */
+export class BackendReg {
+  /** The native `wsp_ggml_backend_reg_t`. */
+  readonly pointer: number;
+
+  /** @internal Registry entries come from {@linkcode backendRegs} and {@linkcode backendRegByName}. */
+  constructor(pointer: number) {
+    this.pointer = pointer;
+  }
+
+  /** Name (`wsp_ggml_backend_reg_name`). */
+  get name(): string {
+    return str(sym().wsp_ggml_backend_reg_name(this.pointer));
+  }
+
+  /** Its devices (`wsp_ggml_backend_reg_dev_count` / `_dev_get`). */
+  devices(): Device[] {
+    const s = sym();
+    const n = Number(s.wsp_ggml_backend_reg_dev_count(this.pointer));
+    return Array.from({ length: n }, (_, i) => new Device(s.wsp_ggml_backend_reg_dev_get(this.pointer, i)));
+  }
+}
+
+/** Every registered backend library (`wsp_ggml_backend_reg_count` / `_get`). */
+export function backendRegs(): BackendReg[] {
+  const s = sym();
+  const n = Number(s.wsp_ggml_backend_reg_count());
+  return Array.from({ length: n }, (_, i) => new BackendReg(s.wsp_ggml_backend_reg_get(i)));
+}
+
+/** The registered backend library called `name` (case-insensitive), or null. */
+export function backendRegByName(name: string): BackendReg | null {
+  const c = cString(name);
+  const p = sym().wsp_ggml_backend_reg_by_name(ffi.addressOf(c));
+  keepAlive(c);
+  return p === 0 ? null : new BackendReg(p);
+}
+
+/** Every device of every registered backend (`wsp_ggml_backend_dev_count` / `_get`). */
+export function devices(): Device[] {
+  const s = sym();
+  const n = Number(s.wsp_ggml_backend_dev_count());
+  return Array.from({ length: n }, (_, i) => new Device(s.wsp_ggml_backend_dev_get(i)));
+}
+
+/** The device called `name` (case-insensitive, e.g. `"CPU"`), or null. */
+export function deviceByName(name: string): Device | null {
+  const c = cString(name);
+  const p = sym().wsp_ggml_backend_dev_by_name(ffi.addressOf(c));
+  keepAlive(c);
+  return p === 0 ? null : new Device(p);
+}
+
+/** The first device of a {@linkcode BackendDevType}, or null. */
+export function deviceByType(type: BackendDevType): Device | null {
+  member("type", type, BackendDevType, "BackendDevType");
+  const p = sym().wsp_ggml_backend_dev_by_type(type);
+  return p === 0 ? null : new Device(p);
+}
+
+/**
+ * Loads and registers one backend library (`wsp_ggml_backend_load`); returns
+ * its registry entry, or null when it cannot be loaded (ggml logs why).
+ */
+export function loadBackend(path: string): BackendReg | null {
+  const c = cString(path);
+  const p = sym().wsp_ggml_backend_load(ffi.addressOf(c));
+  keepAlive(c);
+  return p === 0 ? null : new BackendReg(p);
+}
+
+/**
+ * Loads every backend library of `dir` (`wsp_ggml_backend_load_all_from_path`:
+ * files named `libggml-<name>-<variant>`, the best-scoring variant of each
+ * name). Backends already registered (the CPU one) are kept. Returns the
+ * registry entries registered by the call.
+ */
+export function loadAllFromPath(dir: string): BackendReg[] {
+  const before = new Set(backendRegs().map((r) => r.pointer));
+  const c = cString(dir);
+  sym().wsp_ggml_backend_load_all_from_path(ffi.addressOf(c));
+  keepAlive(c);
+  return backendRegs().filter((r) => !before.has(r.pointer));
+}
+
+/** @internal The native pointer of an operand, checked to be a live tensor. */
+export function tensorPtr(what: string, tensor: Tensor): number {
+  if (!(tensor instanceof Tensor)) throw new ArgumentError(`${what}: expected a Tensor, got ${tensor === null ? "null" : typeof tensor}`);
+  tensor.context._pool(what);
+  return tensor._ptr;
+}
+
+/** @internal Whether a device of `type` that answers `native` supports `t` (the CPU kernels' type table too). */
+export function supports(type: number, native: boolean, t: Tensor): boolean {
+  return native && (type !== BackendDevType.CPU || cpuHandlesTypes(t));
+}
+
+/** @internal The backend buffer of a tensor (`view_src->buffer` for views), 0 when none. */
+export function bufferOf(t: Tensor): number {
+  const src = t.viewSrc ?? t;
+  return ffi.readPointer(src._ptr, TENSOR.buffer.offset);
+}
+
+/** @internal Every tensor a graph reads or writes: its nodes and their sources. */
+export function graphTensors(graph: Graph): Tensor[] {
+  const seen = new Map<number, Tensor>();
+  for (const n of graph.nodes()) {
+    for (const s of n.src) seen.set(s._ptr, s);
+    seen.set(n._ptr, n);
+  }
+  return [...seen.values()];
+}
+
+/**
+ * An AbortSignal's state as C can read it from any thread: a one-byte ggml
+ * context whose `no_alloc` flag is the "stop" bit, read by
+ * `wsp_ggml_get_no_alloc` — an exported `bool (*)(void *)` that fits ggml's
+ * `wsp_ggml_abort_callback` exactly, so no JS runs on the compute thread.
+ */
+class AbortFlag {
+  readonly fn: number;
+  readonly data: number;
+  readonly #pool: ArrayBuffer;
+
+  constructor() {
+    const rt = runtime();
+    const pool = allocPool(256);
+    this.#pool = pool.buffer;
+    this.data = initContext(rt.lib, pool.base, 256, false);
+    if (this.data === 0) throw new Error("wsp_ggml_init failed for an abort flag");
+    this.fn = ffi.symbolAddress(rt.lib.location.base, "wsp_ggml_get_no_alloc");
+    if (this.fn === 0) throw new Error("wsp_ggml_get_no_alloc is not exported");
+  }
+
+  set(value: boolean): void {
+    keepAlive(this.#pool);
+    runtime().lib.symbols.wsp_ggml_set_no_alloc(this.data, value);
+  }
+}
+
+let abortFlags: AbortFlag[] | undefined;
+/** @internal An abort flag (reused: contexts are not freed). */
+export function takeAbortFlag(): AbortFlag {
+  return (abortFlags ??= []).pop() ?? new AbortFlag();
+}
+/** @internal Returns a flag to the pool, cleared. */
+export function giveAbortFlag(f: AbortFlag): void {
+  f.set(false);
+  abortFlags!.push(f);
+}
+export type { AbortFlag };
+
+/** Options of {@linkcode Backend.graphComputeAsync}. */
+export interface AsyncComputeOptions {
+  /** Stops the compute (through ggml's abort callback, checked between nodes); the promise then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+/** @internal Runs a native compute off the JS thread, aborting it through `flag` when `signal` fires. */
+export async function runAbortable(
+  what: string,
+  flag: AbortFlag,
+  signal: AbortSignal | undefined,
+  call: () => Promise<number>,
+): Promise<void> {
+  signal?.throwIfAborted();
+  const onAbort = () => flag.set(true);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let status: number;
+  try {
+    status = await call();
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+  if (status === Status.ABORTED && signal?.aborted) throw signal.reason;
+  checkStatus(what, status);
+}
+
+/** @internal Throws a {@linkcode ComputeError} for a failure status. */
+export function checkStatus(what: string, status: number): void {
+  if (status !== Status.SUCCESS) {
+    throw new ComputeError(`${what} failed: ${str(sym().wsp_ggml_status_to_string(status))}`, status);
+  }
+}
+
+/** Options of {@linkcode Backend.cpu}. */
+export interface CpuBackendOptions {
+  /** Threads (1 … 512); default 4. */
+  readonly nThreads?: number;
+  /** A threadpool to compute with instead of one per compute call. */
+  readonly threadpool?: Threadpool;
+}
+
+/**
+ * A backend instance (`wsp_ggml_backend_t`): computes graphs whose tensors
+ * are in buffers it can use. Create one with {@linkcode Backend.cpu},
+ * {@linkcode Backend.initByName}, {@linkcode Backend.initByType},
+ * {@linkcode Backend.initBest} or {@linkcode Device.init}; free it with
+ * `free()` (or `using`).
+ */
+export class Backend {
+  #ptr: number;
+  #busy = false;
+  #flag: AbortFlag | undefined;
+  #threadpool: Threadpool | undefined;
+
+  /** @internal */
+  constructor(ptr: number) {
+    this.#ptr = ptr;
+    if (this.isCpu) {
+      // Always installed: a compute running off the JS thread is stopped by setting the flag.
+      this.#flag = takeAbortFlag();
+      sym().wsp_ggml_backend_cpu_set_abort_callback(ptr, this.#flag.fn, this.#flag.data);
+    }
+  }
+
+  /** A CPU backend (`wsp_ggml_backend_cpu_init`), with `nThreads` and an optional threadpool. */
+  static cpu(options: CpuBackendOptions = {}): Backend {
+    const p = sym().wsp_ggml_backend_cpu_init();
+    if (p === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_backend_cpu_init failed");
+    const b = new Backend(p);
+    if (options.nThreads !== undefined) b.setNThreads(options.nThreads);
+    if (options.threadpool !== undefined) b.setThreadpool(options.threadpool);
+    return b;
+  }
+
+  /**
+   * The backend of the device called `name` (`wsp_ggml_backend_init_by_name`).
+   *
+   * @throws {ArgumentError} when no device has that name
+   */
+  static initByName(name: string, params?: string): Backend {
+    const n = cString(name), c = params === undefined ? null : cString(params);
+    const p = sym().wsp_ggml_backend_init_by_name(ffi.addressOf(n), c ? ffi.addressOf(c) : 0);
+    keepAlive([n, c]);
+    if (p === 0) throw new ArgumentError(`initByName: no device called ${JSON.stringify(name)} (have: ${devices().map((d) => d.name).join(", ")})`);
+    return new Backend(p);
+  }
+
+  /**
+   * The backend of the first device of `type` (`wsp_ggml_backend_init_by_type`).
+   *
+   * @throws {ArgumentError} when no device has that type
+   */
+  static initByType(type: BackendDevType, params?: string): Backend {
+    member("type", type, BackendDevType, "BackendDevType");
+    const c = params === undefined ? null : cString(params);
+    const p = sym().wsp_ggml_backend_init_by_type(type, c ? ffi.addressOf(c) : 0);
+    keepAlive(c);
+    if (p === 0) throw new ArgumentError(`initByType: no device of type ${type}`);
+    return new Backend(p);
+  }
+
+  /** The best backend there is: a GPU, else an integrated GPU, else the CPU (`wsp_ggml_backend_init_best`). */
+  static initBest(): Backend {
+    const p = sym().wsp_ggml_backend_init_best();
+    if (p === 0) throw new GgmlError("UNSUPPORTED", "initBest: no backend could be created");
+    return new Backend(p);
+  }
+
+  /** The native `wsp_ggml_backend_t`. */
+  get pointer(): number {
+    return this._live("backend");
+  }
+
+  /** Whether {@linkcode free} was called. */
+  get freed(): boolean {
+    return this.#ptr === 0;
+  }
+
+  /** @internal The pointer, or a {@linkcode UseAfterFreeError}. */
+  _live(what: string): number {
+    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the backend was freed`);
+    return this.#ptr;
+  }
+
+  /** Name (`wsp_ggml_backend_name`). */
+  get name(): string {
+    return str(sym().wsp_ggml_backend_name(this.pointer));
+  }
+
+  /** Whether this is a CPU backend (`wsp_ggml_backend_is_cpu`). */
+  get isCpu(): boolean {
+    return sym().wsp_ggml_backend_is_cpu(this.pointer);
+  }
+
+  /** Its device (`wsp_ggml_backend_get_device`). */
+  get device(): Device {
+    return new Device(sym().wsp_ggml_backend_get_device(this.pointer));
+  }
+
+  /** The buffer type it allocates by default (`wsp_ggml_backend_get_default_buffer_type`). */
+  get defaultBufferType(): BufferType {
+    return new BufferType(sym().wsp_ggml_backend_get_default_buffer_type(this.pointer));
+  }
+
+  /** Alignment of its default buffers, in bytes. */
+  get alignment(): number {
+    return Number(sym().wsp_ggml_backend_get_alignment(this.pointer));
+  }
+
+  /** Largest buffer it allocates, in bytes. */
+  get maxSize(): number {
+    return Number(sym().wsp_ggml_backend_get_max_size(this.pointer));
+  }
+
+  /** A buffer of its default type (`wsp_ggml_backend_alloc_buffer`). */
+  allocBuffer(size: number): Buffer {
+    return this.defaultBufferType.allocBuffer(size);
+  }
+
+  /** Whether it can compute `tensor`'s op with these types (`wsp_ggml_backend_supports_op`, and the CPU kernels' type table). */
+  supportsOp(tensor: Tensor): boolean {
+    return supports(this.device.type, sym().wsp_ggml_backend_supports_op(this.pointer, tensorPtr("supportsOp", tensor)), tensor);
+  }
+
+  /** Whether it can use buffers of `type` (`wsp_ggml_backend_supports_buft`). */
+  supportsBufferType(type: BufferType): boolean {
+    return sym().wsp_ggml_backend_supports_buft(this.pointer, type.pointer);
+  }
+
+  /** Whether it wants to run `tensor`'s op even when its weights are elsewhere (`wsp_ggml_backend_offload_op`). */
+  offloadOp(tensor: Tensor): boolean {
+    return sym().wsp_ggml_backend_offload_op(this.pointer, tensorPtr("offloadOp", tensor));
+  }
+
+  /**
+   * Sets the CPU backend's thread count (`wsp_ggml_backend_cpu_set_n_threads`).
+   *
+   * @throws {UnsupportedOpError} on a backend that is not a CPU one
+   */
+  setNThreads(nThreads: number): this {
+    int("nThreads", nThreads);
+    if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
+    if (!this.isCpu) throw new UnsupportedOpError(`setNThreads: ${this.name} is not a CPU backend`);
+    sym().wsp_ggml_backend_cpu_set_n_threads(this.pointer, nThreads);
+    return this;
+  }
+
+  /**
+   * Computes with `pool`'s threads from now on, or with a threadpool per
+   * compute call again (`null`) (`wsp_ggml_backend_cpu_set_threadpool`). The
+   * threadpool must outlive its use: freeing it detaches it from this backend.
+   */
+  setThreadpool(pool: Threadpool | null): this {
+    if (!this.isCpu) throw new UnsupportedOpError(`setThreadpool: ${this.name} is not a CPU backend`);
+    if (pool !== null && !(pool instanceof Threadpool)) throw new ArgumentError("setThreadpool: expected a Threadpool or null");
+    this.#threadpool?._detach(this);
+    sym().wsp_ggml_backend_cpu_set_threadpool(this.pointer, pool === null ? 0 : pool._live("setThreadpool"));
+    this.#threadpool = pool ?? undefined;
+    pool?._attach(this);
+    return this;
+  }
+
+  /** Waits for queued asynchronous work (`wsp_ggml_backend_synchronize`). */
+  synchronize(): void {
+    sym().wsp_ggml_backend_synchronize(this.pointer);
+  }
+
+  #preflight(what: string, graph: Graph): void {
+    if (!(graph instanceof Graph)) throw new ArgumentError(`${what}: expected a Graph`);
+    if (this.#busy) throw new ArgumentError(`${what}: the backend is computing another graph (await it first)`);
+    for (const c of graph.context._reachable()) c._pool(`${what}: a context the graph uses`);
+    const type = this.device.type;
+    const s = sym();
+    for (const t of graphTensors(graph)) {
+      if (t._data === 0) throw new NotAllocatedError(`${what}: ${t.describe()} is not allocated (allocate its context with allocCtxTensors, or the graph with a Gallocr)`);
+    }
+    for (const n of graph.nodes()) {
+      if (!supports(type, s.wsp_ggml_backend_supports_op(this.#ptr, n._ptr), n)) {
+        throw new UnsupportedOpError(`${what}: ${this.name} does not support ${str(s.wsp_ggml_op_desc(n._ptr))} on ${n.describe()}`);
+      }
+    }
+  }
+
+  /**
+   * Computes `graph` (`wsp_ggml_backend_graph_compute`); every tensor of it
+   * must be allocated (a context's pool, a backend buffer, a Gallocr).
+   *
+   * @throws {NotAllocatedError} when a tensor has no data
+   * @throws {UnsupportedOpError} when the backend cannot compute a node
+   * @throws {ComputeError} when ggml reports a failure
+   */
+  graphCompute(graph: Graph): this {
+    this._live("graphCompute");
+    this.#preflight("graphCompute", graph);
+    checkStatus("graphCompute", sym().wsp_ggml_backend_graph_compute(this.#ptr, graph.pointer));
+    return this;
+  }
+
+  /**
+   * Computes `graph` without blocking the event loop: on another thread
+   * (Deno `nonblocking`, koffi `.async`, a worker on Bun). The graph and its
+   * tensors must not be changed until the promise settles, and the backend
+   * computes one graph at a time. An aborted `signal` stops the compute
+   * between two nodes (CPU backends) and rejects with the signal's reason.
+   */
+  async graphComputeAsync(graph: Graph, options: AsyncComputeOptions = {}): Promise<void> {
+    const ptr = this._live("graphComputeAsync");
+    this.#preflight("graphComputeAsync", graph);
+    const compute = runtime().lib.async.wsp_ggml_backend_graph_compute;
+    if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
+    if (options.signal && !this.#flag) throw new UnsupportedOpError(`graphComputeAsync: ${this.name} cannot be aborted (only CPU backends can)`);
+    const g = graph.pointer;
+    this.#busy = true;
+    try {
+      await runAbortable("graphComputeAsync", this.#flag ?? takeAbortFlag(), options.signal, () => compute(ptr, g) as Promise<number>);
+    } finally {
+      this.#flag?.set(false);
+      this.#busy = false;
+      keepAlive(graph);
+    }
+  }
+
+  /** @internal The abort flag of a CPU backend. */
+  get _flag(): AbortFlag | undefined {
+    return this.#flag;
+  }
+
+  /** @internal Marks the backend as computing (asynchronous computes are exclusive). */
+  _setBusy(busy: boolean, what: string): void {
+    if (busy && this.#busy) throw new ArgumentError(`${what}: the backend ${this.name} is computing another graph (await it first)`);
+    this.#busy = busy;
+  }
+
+  /** Frees the backend (`wsp_ggml_backend_free`); further use throws. */
+  free(): void {
+    if (this.#ptr === 0) return;
+    if (this.#busy) throw new ArgumentError("free: the backend is computing a graph (await it first)");
+    this.#threadpool?._detach(this);
+    sym().wsp_ggml_backend_free(this.#ptr);
+    this.#ptr = 0;
+    if (this.#flag) giveAbortFlag(this.#flag);
+    this.#flag = undefined;
+  }
+
+  /** Frees the backend (`using`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}
+
+/** Options of {@linkcode Threadpool}. */
+export interface ThreadpoolOptions {
+  /** Threads (1 … 512). */
+  readonly nThreads: number;
+  /** Scheduling priority of the threads (a {@linkcode SchedPriority}); default NORMAL. */
+  readonly prio?: SchedPriority;
+  /** Polling level, 0 (no polling) … 100 (aggressive); default 50. */
+  readonly poll?: number;
+  /** Start paused; default false. */
+  readonly paused?: boolean;
+}
+
+/**
+ * A reusable CPU threadpool (`wsp_ggml_threadpool_new`). Without one, ggml
+ * creates and joins a threadpool on every compute call; with one the
+ * threads live on between calls. Attach it with
+ * {@linkcode Backend.setThreadpool}; free it with `free()` (or `using`),
+ * which detaches it from its backends first.
+ */
+export class Threadpool {
+  #ptr: number;
+  /** Threads in the pool. */
+  readonly nThreads: number;
+  readonly #backends = new Set<Backend>();
+
+  /** @param options the pool's parameters */
+  constructor(options: ThreadpoolOptions) {
+    const n = int("nThreads", options.nThreads);
+    if (n < 1 || n > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${n}`);
+    const L = layouts.wsp_ggml_threadpool_params;
+    const buf = new ArrayBuffer(L.size);
+    const p = ffi.addressOf(buf);
+    const s = sym();
+    s.wsp_ggml_threadpool_params_init(p, n);
+    const v = new DataView(buf);
+    if (options.prio !== undefined) v.setInt32(L.fields.prio.offset, member("prio", options.prio, SchedPriority, "SchedPriority"), true);
+    if (options.poll !== undefined) {
+      const poll = int("poll", options.poll);
+      if (poll < 0 || poll > 100) throw new ArgumentError(`poll must be in 0..100, got ${poll}`);
+      v.setUint32(L.fields.poll.offset, poll, true);
+    }
+    if (options.paused !== undefined) v.setUint8(L.fields.paused.offset, options.paused ? 1 : 0);
+    this.#ptr = s.wsp_ggml_threadpool_new(p);
+    keepAlive(buf);
+    if (this.#ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_threadpool_new failed");
+    this.nThreads = n;
+  }
+
+  /** @internal */
+  _live(what: string): number {
+    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the threadpool was freed`);
+    return this.#ptr;
+  }
+
+  /** The native `struct wsp_ggml_threadpool *`. */
+  get pointer(): number {
+    return this._live("threadpool");
+  }
+
+  /** Pauses the threads (`wsp_ggml_threadpool_pause`); a compute resumes them. */
+  pause(): void {
+    sym().wsp_ggml_threadpool_pause(this.pointer);
+  }
+
+  /** Resumes the threads (`wsp_ggml_threadpool_resume`). */
+  resume(): void {
+    sym().wsp_ggml_threadpool_resume(this.pointer);
+  }
+
+  /** @internal */
+  _attach(b: Backend): void {
+    this.#backends.add(b);
+  }
+
+  /** @internal */
+  _detach(b: Backend): void {
+    this.#backends.delete(b);
+  }
+
+  /** Detaches the pool from its backends and frees it (`wsp_ggml_threadpool_free`). */
+  free(): void {
+    if (this.#ptr === 0) return;
+    for (const b of [...this.#backends]) if (!b.freed) b.setThreadpool(null);
+    sym().wsp_ggml_threadpool_free(this.#ptr);
+    this.#ptr = 0;
+  }
+
+  /** Frees the pool (`using`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}
+
+/**
+ * An event of a device (`wsp_ggml_backend_event_t`), to order work between
+ * asynchronous backends. Only devices with `caps.events` have them (not the
+ * CPU).
+ */
+export class BackendEvent {
+  #ptr: number;
+  /** The device it belongs to. */
+  readonly device: Device;
+
+  /**
+   * @param device the device (`wsp_ggml_backend_event_new`)
+   * @throws {UnsupportedOpError} when the device has no events
+   */
+  constructor(device: Device) {
+    if (!(device instanceof Device)) throw new ArgumentError("BackendEvent: expected a Device");
+    if (!device.props().caps.events) throw new UnsupportedOpError(`BackendEvent: the ${device.name} device has no events`);
+    this.#ptr = sym().wsp_ggml_backend_event_new(device.pointer);
+    if (this.#ptr === 0) throw new UnsupportedOpError(`BackendEvent: the ${device.name} device could not create an event`);
+    this.device = device;
+  }
+
+  #live(what: string): number {
+    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the event was freed`);
+    return this.#ptr;
+  }
+
+  /** Records the event in `backend`'s queue (`wsp_ggml_backend_event_record`). */
+  record(backend: Backend): void {
+    sym().wsp_ggml_backend_event_record(this.#live("record"), backend._live("record"));
+  }
+
+  /** Blocks until the event happened (`wsp_ggml_backend_event_synchronize`). */
+  synchronize(): void {
+    sym().wsp_ggml_backend_event_synchronize(this.#live("synchronize"));
+  }
+
+  /** Makes `backend` wait for the event before its next work (`wsp_ggml_backend_event_wait`). */
+  wait(backend: Backend): void {
+    sym().wsp_ggml_backend_event_wait(backend._live("wait"), this.#live("wait"));
+  }
+
+  /** Frees the event. */
+  free(): void {
+    if (this.#ptr === 0) return;
+    sym().wsp_ggml_backend_event_free(this.#ptr);
+    this.#ptr = 0;
+  }
+
+  /** Frees the event (`using`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}

@@ -1,0 +1,473 @@
+/**
+ * Backend buffers and allocation (`ggml-backend.h`, `ggml-alloc.h`): buffer
+ * types, buffers, `allocCtxTensors` for a `noAlloc` context's tensors,
+ * {@linkcode Gallocr} for a graph's intermediate tensors, and reading and
+ * writing tensors through their backend (`wsp_ggml_backend_tensor_set` /
+ * `_get` / `_memset` / `_copy`), whose asserts are checked here first.
+ *
+ * @module
+ */
+import { BackendBufferUsage, layouts, Type } from "./bindings.gen.ts";
+import { int, member, size } from "./args.ts";
+import { ArgumentError, BoundsError, GgmlError, GgmlTypeError, NotAllocatedError, ShapeError, UseAfterFreeError } from "./errors.ts";
+import { ffi, keepAlive } from "./loader.ts";
+import { runtime } from "./runtime.ts";
+import { Context } from "./context.ts";
+import { Graph } from "./graph.ts";
+import { Tensor, type TensorData } from "./tensor.ts";
+import type { Backend } from "./backend.ts";
+import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
+
+const sym = () => runtime().lib.symbols;
+
+/** A kind of backend memory (`wsp_ggml_backend_buffer_type_t`); owned by its backend library, never freed. */
+export class BufferType {
+  /** The native `wsp_ggml_backend_buffer_type_t`. */
+  readonly pointer: number;
+
+  /** @internal Buffer types come from a device, a backend or `cpuBufferType()`. */
+  constructor(pointer: number) {
+    this.pointer = pointer;
+  }
+
+  /** Name (`wsp_ggml_backend_buft_name`). */
+  get name(): string {
+    return ffi.readCString(sym().wsp_ggml_backend_buft_name(this.pointer)) ?? "";
+  }
+
+  /** Alignment of tensor data in its buffers, in bytes. */
+  get alignment(): number {
+    return Number(sym().wsp_ggml_backend_buft_get_alignment(this.pointer));
+  }
+
+  /** Largest buffer it allocates, in bytes. */
+  get maxSize(): number {
+    return Number(sym().wsp_ggml_backend_buft_get_max_size(this.pointer));
+  }
+
+  /** Whether its memory is host memory that the CPU can read. */
+  get isHost(): boolean {
+    return sym().wsp_ggml_backend_buft_is_host(this.pointer);
+  }
+
+  /** Bytes `tensor` takes in a buffer of this type (`wsp_ggml_backend_buft_get_alloc_size`). */
+  allocSize(tensor: Tensor): number {
+    return Number(sym().wsp_ggml_backend_buft_get_alloc_size(this.pointer, tensorPtr("allocSize", tensor)));
+  }
+
+  /**
+   * A buffer of `bytes` bytes (`wsp_ggml_backend_buft_alloc_buffer`).
+   *
+   * @throws {BoundsError} above {@linkcode maxSize}
+   * @throws {GgmlError} (`OUT_OF_MEMORY`) when the allocation fails
+   */
+  allocBuffer(bytes: number): Buffer {
+    size("size", bytes);
+    if (bytes > this.maxSize) throw new BoundsError(`allocBuffer: ${bytes} bytes exceed the ${this.name} buffer type's maximum of ${this.maxSize}`);
+    const p = sym().wsp_ggml_backend_buft_alloc_buffer(this.pointer, bytes);
+    if (p === 0) throw new GgmlError("OUT_OF_MEMORY", `allocBuffer: ${this.name} could not allocate ${bytes} bytes`);
+    return new Buffer(p);
+  }
+}
+
+/** The CPU's buffer type (`wsp_ggml_backend_cpu_buffer_type`). */
+export function cpuBufferType(): BufferType {
+  return new BufferType(sym().wsp_ggml_backend_cpu_buffer_type());
+}
+
+const live = new Map<number, Buffer>();
+
+/**
+ * A block of backend memory (`wsp_ggml_backend_buffer_t`) holding tensors.
+ * Free it with `free()` (or `using`) once no tensor in it is used: the
+ * tensors then have no data, and reading them throws.
+ */
+export class Buffer {
+  #ptr: number;
+  readonly #contexts = new Set<Context>();
+
+  /** @internal */
+  constructor(ptr: number) {
+    this.#ptr = ptr;
+    live.set(ptr, this);
+  }
+
+  /** @internal The buffer object of a native buffer created by this API, if any. */
+  static _of(ptr: number): Buffer | undefined {
+    return live.get(ptr);
+  }
+
+  /** @internal */
+  _live(what: string): number {
+    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the buffer was freed`);
+    return this.#ptr;
+  }
+
+  /** The native `wsp_ggml_backend_buffer_t`. */
+  get pointer(): number {
+    return this._live("buffer");
+  }
+
+  /** Whether {@linkcode free} was called. */
+  get freed(): boolean {
+    return this.#ptr === 0;
+  }
+
+  /** Name (`wsp_ggml_backend_buffer_name`). */
+  get name(): string {
+    return ffi.readCString(sym().wsp_ggml_backend_buffer_name(this.pointer)) ?? "";
+  }
+
+  /** Size in bytes. */
+  get size(): number {
+    return Number(sym().wsp_ggml_backend_buffer_get_size(this.pointer));
+  }
+
+  /** The address of its memory (meaningful to the CPU only when {@linkcode isHost}). */
+  get base(): number {
+    return sym().wsp_ggml_backend_buffer_get_base(this.pointer);
+  }
+
+  /** Alignment of tensor data, in bytes. */
+  get alignment(): number {
+    return Number(sym().wsp_ggml_backend_buffer_get_alignment(this.pointer));
+  }
+
+  /** Whether its memory is host memory. */
+  get isHost(): boolean {
+    return sym().wsp_ggml_backend_buffer_is_host(this.pointer);
+  }
+
+  /** Its buffer type. */
+  get type(): BufferType {
+    return new BufferType(sym().wsp_ggml_backend_buffer_get_type(this.pointer));
+  }
+
+  /** What it holds: a {@linkcode BackendBufferUsage} (ANY, WEIGHTS, COMPUTE); the scheduler prefers the backend of WEIGHTS buffers. */
+  get usage(): BackendBufferUsage {
+    return sym().wsp_ggml_backend_buffer_get_usage(this.pointer) as BackendBufferUsage;
+  }
+
+  set usage(value: BackendBufferUsage) {
+    member("usage", value, BackendBufferUsage, "BackendBufferUsage");
+    sym().wsp_ggml_backend_buffer_set_usage(this.pointer, value);
+  }
+
+  /** Sets {@linkcode usage}; returns this buffer. */
+  setUsage(value: BackendBufferUsage): this {
+    this.usage = value;
+    return this;
+  }
+
+  /** Sets every byte to `value` (`wsp_ggml_backend_buffer_clear`). */
+  clear(value = 0): this {
+    int("value", value);
+    if (value < 0 || value > 255) throw new ArgumentError(`clear: value must be a byte (0..255), got ${value}`);
+    sym().wsp_ggml_backend_buffer_clear(this.pointer, value);
+    return this;
+  }
+
+  /** Resets the buffer's allocator state where the backend keeps one (`wsp_ggml_backend_buffer_reset`). */
+  reset(): this {
+    sym().wsp_ggml_backend_buffer_reset(this.pointer);
+    return this;
+  }
+
+  /** @internal Records that `ctx`'s tensors live here (their data pointers are cleared when the buffer is freed). */
+  _hold(ctx: Context): void {
+    this.#contexts.add(ctx);
+  }
+
+  /**
+   * Frees the buffer (`wsp_ggml_backend_buffer_free`). The tensors that
+   * `allocCtxTensors` placed in it are marked unallocated (data and buffer
+   * NULL), so that using them throws {@linkcode NotAllocatedError} instead of
+   * touching freed memory.
+   */
+  free(): void {
+    if (this.#ptr === 0) return;
+    const ptr = this.#ptr;
+    const F = tensorFields();
+    for (const ctx of this.#contexts) {
+      if (ctx.freed) continue;
+      for (let t = sym().wsp_ggml_get_first_tensor(ctx._ptr); t !== 0; t = sym().wsp_ggml_get_next_tensor(ctx._ptr, t)) {
+        const v = new DataView(ffi.view(t, F.size));
+        if (Number(v.getBigUint64(F.buffer, true)) === ptr) {
+          v.setBigUint64(F.buffer, 0n, true);
+          v.setBigUint64(F.data, 0n, true);
+        }
+      }
+    }
+    sym().wsp_ggml_backend_buffer_free(ptr);
+    live.delete(ptr);
+    this.#ptr = 0;
+  }
+
+  /** Frees the buffer (`using`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}
+
+function tensorFields(): { size: number; buffer: number; data: number } {
+  const L = runtime().tensorSize;
+  return { size: L, buffer: fieldOffset("buffer"), data: fieldOffset("data") };
+}
+
+const fieldOffset = (f: "buffer" | "data") => layouts.wsp_ggml_tensor.fields[f].offset;
+
+/**
+ * Allocates every tensor of a `noAlloc` context that has no data yet in one
+ * new buffer of `target` (a backend's default buffer type, or a buffer
+ * type) (`wsp_ggml_backend_alloc_ctx_tensors_from_buft`). Returns the
+ * buffer, or null when every tensor already had data.
+ *
+ * @throws {ArgumentError} when the context is not `noAlloc` (ggml asserts)
+ */
+export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buffer | null {
+  if (!(ctx instanceof Context)) throw new ArgumentError("allocCtxTensors: expected a Context");
+  ctx._pool("allocCtxTensors");
+  if (!ctx.noAlloc) throw new ArgumentError("allocCtxTensors: the context must be created with noAlloc (its tensors already live in its pool)");
+  const buft = target instanceof BufferType ? target : target.defaultBufferType;
+  const max = buft.maxSize;
+  const s = sym();
+  for (let t = s.wsp_ggml_get_first_tensor(ctx._ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(ctx._ptr, t)) {
+    const need = Number(s.wsp_ggml_backend_buft_get_alloc_size(buft.pointer, t));
+    if (need > max) throw new BoundsError(`allocCtxTensors: a tensor of ${need} bytes exceeds the ${buft.name} buffer type's maximum of ${max}`);
+  }
+  const p = s.wsp_ggml_backend_alloc_ctx_tensors_from_buft(ctx._ptr, buft.pointer);
+  if (p === 0) {
+    const anyNeeds = (() => {
+      for (let t = s.wsp_ggml_get_first_tensor(ctx._ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(ctx._ptr, t)) if (ffi.readPointer(t, fieldOffset("data")) === 0) return true;
+      return false;
+    })();
+    if (anyNeeds) throw new GgmlError("OUT_OF_MEMORY", `allocCtxTensors: ${buft.name} could not allocate the context's tensors`);
+    return null;
+  }
+  const b = new Buffer(p);
+  b._hold(ctx);
+  return b;
+}
+
+/**
+ * A graph allocator (`wsp_ggml_gallocr_t`): places a graph's tensors that
+ * have no data in buffers it owns, reusing memory between tensors whose
+ * lifetimes do not overlap. {@linkcode reserve} sizes the buffers for the
+ * largest graph to come; {@linkcode allocGraph} places a graph.
+ */
+export class Gallocr {
+  #ptr: number;
+  /** The buffer types, one per buffer id. */
+  readonly bufferTypes: readonly BufferType[];
+
+  /** @param types the buffer type (or several: one per buffer id) */
+  constructor(types: BufferType | readonly BufferType[]) {
+    const list = Array.isArray(types) ? types as readonly BufferType[] : [types as BufferType];
+    if (list.length === 0 || !list.every((t) => t instanceof BufferType)) throw new ArgumentError("Gallocr: expected one or more BufferTypes");
+    const ptrs = new BigUint64Array(list.map((t) => BigInt(t.pointer)));
+    this.#ptr = list.length === 1
+      ? sym().wsp_ggml_gallocr_new(list[0].pointer)
+      : sym().wsp_ggml_gallocr_new_n(ffi.addressOf(ptrs), list.length);
+    keepAlive(ptrs);
+    if (this.#ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_gallocr_new failed");
+    this.bufferTypes = list;
+  }
+
+  #live(what: string): number {
+    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the Gallocr was freed`);
+    return this.#ptr;
+  }
+
+  #check(what: string, graph: Graph): void {
+    if (!(graph instanceof Graph)) throw new ArgumentError(`${what}: expected a Graph`);
+    for (const c of graph.context._reachable()) c._pool(`${what}: a context the graph uses`);
+    for (const t of graphTensors(graph)) {
+      // ggml-alloc.c asserts on a view whose source is neither allocated nor in the graph
+      const v = t.viewSrc;
+      if (v && v._data === 0 && !graph.nodes().includes(v) && !t.src.includes(v)) {
+        throw new NotAllocatedError(`${what}: ${t.describe()} views ${v.describe()}, which is not allocated`);
+      }
+    }
+  }
+
+  /**
+   * Sizes the buffers for `graph` (`wsp_ggml_gallocr_reserve`), so that
+   * allocating it (or a smaller graph of the same shape) later does not
+   * reallocate.
+   *
+   * @throws {GgmlError} (`OUT_OF_MEMORY`) when a buffer cannot be allocated
+   */
+  reserve(graph: Graph): this {
+    this.#check("reserve", graph);
+    if (!sym().wsp_ggml_gallocr_reserve(this.#live("reserve"), graph.pointer)) {
+      throw new GgmlError("OUT_OF_MEMORY", "reserve: the Gallocr could not allocate its buffers");
+    }
+    return this;
+  }
+
+  /**
+   * Gives every tensor of `graph` that has no data a place in the buffers
+   * (`wsp_ggml_gallocr_alloc_graph`), reserving them first if needed. The
+   * places stay valid until the next `allocGraph` or `free`.
+   *
+   * @throws {GgmlError} (`OUT_OF_MEMORY`) when a buffer cannot be allocated
+   */
+  allocGraph(graph: Graph): this {
+    this.#check("allocGraph", graph);
+    if (!sym().wsp_ggml_gallocr_alloc_graph(this.#live("allocGraph"), graph.pointer)) {
+      throw new GgmlError("OUT_OF_MEMORY", "allocGraph: the Gallocr could not allocate the graph");
+    }
+    return this;
+  }
+
+  /** Bytes of buffer `id` (`wsp_ggml_gallocr_get_buffer_size`). */
+  bufferSize(id = 0): number {
+    int("id", id);
+    if (id < 0 || id >= this.bufferTypes.length) throw new BoundsError(`bufferSize: buffer id ${id} out of 0..${this.bufferTypes.length - 1}`);
+    return Number(sym().wsp_ggml_gallocr_get_buffer_size(this.#live("bufferSize"), id));
+  }
+
+  /** Frees the allocator and its buffers; the tensors it placed then point to freed memory, so do not use them. */
+  free(): void {
+    if (this.#ptr === 0) return;
+    sym().wsp_ggml_gallocr_free(this.#ptr);
+    this.#ptr = 0;
+  }
+
+  /** Frees the allocator (`using`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}
+
+/** The bytes of a typed array. */
+function bytesOf(v: ArrayBufferView): Uint8Array {
+  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/** The asserts of `wsp_ggml_backend_tensor_set` / `_get` / `_memset`, in TS. */
+function checkAccess(what: string, t: Tensor, offset: number, length: number): void {
+  tensorPtr(what, t);
+  size("offset", offset);
+  size("size", length);
+  if (bufferOf(t) === 0) {
+    throw new NotAllocatedError(`${what}: ${t.describe()} is in no backend buffer (tensor buffer not set: allocate its context with allocCtxTensors, or its graph with a Gallocr or a Sched)`);
+  }
+  if (t._data === 0) throw new NotAllocatedError(`${what}: ${t.describe()} is not allocated`);
+  const buf = Buffer._of(bufferOf(t));
+  if (buf?.freed) throw new UseAfterFreeError(`${what}: the buffer of ${t.describe()} was freed`);
+  if (offset + length > t.nbytes) {
+    throw new BoundsError(`${what}: bytes ${offset}..${offset + length} of ${t.describe()}, which has ${t.nbytes} (tensor write out of bounds)`);
+  }
+}
+
+/**
+ * Writes `data` into the tensor through its backend
+ * (`wsp_ggml_backend_tensor_set`), at byte `offset`. `data` is the tensor
+ * type's typed array (a `Float32Array` for f32, `Int32Array` for i32, …)
+ * or raw bytes (`Uint8Array`); an f16 / bf16 tensor also takes a
+ * `Float32Array`, converted.
+ *
+ * @throws {NotAllocatedError} when the tensor has no buffer or no data
+ * @throws {BoundsError} when the bytes would pass the end of the tensor
+ * @throws {GgmlTypeError} for an array of another element type
+ */
+export function tensorSet(tensor: Tensor, data: TensorData | Uint8Array, offset = 0): void {
+  if (!ArrayBuffer.isView(data)) throw new GgmlTypeError(`tensorSet: expected a typed array, got ${data === null ? "null" : typeof data}`);
+  let bytes = bytesOf(data);
+  const type = tensor instanceof Tensor ? tensor.type : -1;
+  if ((type === Type.F16 || type === Type.BF16) && data instanceof Float32Array) {
+    const out = new Uint16Array(data.length);
+    const s = sym();
+    if (type === Type.F16) s.wsp_ggml_fp32_to_fp16_row(ffi.addressOf(data), ffi.addressOf(out), data.length);
+    else s.wsp_ggml_fp32_to_bf16_row(ffi.addressOf(data), ffi.addressOf(out), data.length);
+    bytes = bytesOf(out);
+  } else if (!(data instanceof Uint8Array)) {
+    checkArrayType("tensorSet", tensor, data);
+  }
+  checkAccess("tensorSet", tensor, offset, bytes.byteLength);
+  if (bytes.byteLength === 0) return;
+  sym().wsp_ggml_backend_tensor_set(tensor._ptr, ffi.addressOf(bytes), offset, bytes.byteLength);
+  keepAlive(bytes);
+}
+
+const ARRAY: Partial<Record<number, { new (n: number): TensorData; BYTES_PER_ELEMENT: number }>> = {
+  [Type.F32]: Float32Array,
+  [Type.F64]: Float64Array,
+  [Type.I8]: Int8Array,
+  [Type.I16]: Int16Array,
+  [Type.I32]: Int32Array,
+  [Type.I64]: BigInt64Array,
+  [Type.F16]: Uint16Array,
+  [Type.BF16]: Uint16Array,
+};
+
+function checkArrayType(what: string, t: Tensor, data: ArrayBufferView): void {
+  const want = ARRAY[t.type];
+  if (!want || !(data instanceof (want as unknown as typeof Float32Array))) {
+    throw new GgmlTypeError(`${what}: ${t.describe()} takes a ${want?.name ?? "Uint8Array"} (or raw bytes in a Uint8Array), got ${data.constructor.name}`);
+  }
+}
+
+/**
+ * Reads the tensor's data through its backend (`wsp_ggml_backend_tensor_get`):
+ * a `Float32Array` for f32 (and f16 / bf16, converted), the matching typed
+ * array for the other plain types, raw bytes for quantized types.
+ *
+ * @throws {NotAllocatedError} when the tensor has no buffer or no data
+ */
+export function tensorGet(tensor: Tensor): TensorData {
+  checkAccess("tensorGet", tensor, 0, tensor instanceof Tensor ? tensor.nbytes : 0);
+  if (!tensor.isContiguous) throw new ShapeError(`tensorGet: ${tensor.describe()} is not contiguous`);
+  const raw = tensorGetBytes(tensor);
+  const type = tensor.type;
+  if (type === Type.F16 || type === Type.BF16) {
+    const n = raw.length / 2;
+    const out = new Float32Array(n);
+    const s = sym();
+    if (type === Type.F16) s.wsp_ggml_fp16_to_fp32_row(ffi.addressOf(raw), ffi.addressOf(out), n);
+    else s.wsp_ggml_bf16_to_fp32_row(ffi.addressOf(raw), ffi.addressOf(out), n);
+    keepAlive(raw);
+    return out;
+  }
+  const ctor = ARRAY[type] as unknown as (new (b: ArrayBuffer, o: number, n: number) => TensorData) & { BYTES_PER_ELEMENT: number } | undefined;
+  return ctor ? new ctor(raw.buffer as ArrayBuffer, 0, raw.length / ctor.BYTES_PER_ELEMENT) : raw;
+}
+
+/** Reads `length` raw bytes from byte `offset` of the tensor through its backend (`wsp_ggml_backend_tensor_get`). */
+export function tensorGetBytes(tensor: Tensor, offset = 0, length?: number): Uint8Array {
+  const n = length ?? (tensor instanceof Tensor ? tensor.nbytes - offset : 0);
+  checkAccess("tensorGet", tensor, offset, n);
+  const out = new Uint8Array(n);
+  if (n > 0) sym().wsp_ggml_backend_tensor_get(tensor._ptr, ffi.addressOf(out), offset, n);
+  return out;
+}
+
+/** Sets `length` bytes from byte `offset` to `value` through the backend (`wsp_ggml_backend_tensor_memset`). */
+export function tensorMemset(tensor: Tensor, value: number, offset = 0, length?: number): void {
+  int("value", value);
+  if (value < 0 || value > 255) throw new ArgumentError(`tensorMemset: value must be a byte (0..255), got ${value}`);
+  const n = length ?? (tensor instanceof Tensor ? tensor.nbytes - offset : 0);
+  checkAccess("tensorMemset", tensor, offset, n);
+  if (n > 0) sym().wsp_ggml_backend_tensor_memset(tensor._ptr, value, offset, n);
+}
+
+/**
+ * Copies `src` into `dst`, across backends if needed
+ * (`wsp_ggml_backend_tensor_copy`). Both must be allocated and have the same
+ * type, shape and strides.
+ *
+ * @throws {ShapeError} when the layouts differ (ggml asserts)
+ */
+export function tensorCopy(src: Tensor, dst: Tensor): void {
+  tensorPtr("tensorCopy: src", src);
+  tensorPtr("tensorCopy: dst", dst);
+  const same = src.type === dst.type && src.shape.every((n, i) => n === dst.shape[i]) && src.strides.every((n, i) => n === dst.strides[i]);
+  if (!same) throw new ShapeError(`tensorCopy: ${src.describe()} and ${dst.describe()} differ in type, shape or strides (cannot copy tensors with different layouts)`);
+  for (const [name, t] of [["src", src], ["dst", dst]] as const) {
+    if (bufferOf(t) === 0) throw new NotAllocatedError(`tensorCopy: ${name} ${t.describe()} is in no backend buffer (tensor buffer not set)`);
+    if (t._data === 0) throw new NotAllocatedError(`tensorCopy: ${name} ${t.describe()} is not allocated`);
+    if (Buffer._of(bufferOf(t))?.freed) throw new UseAfterFreeError(`tensorCopy: the buffer of ${name} was freed`);
+  }
+  sym().wsp_ggml_backend_tensor_copy(src._ptr, dst._ptr);
+}

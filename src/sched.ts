@@ -1,0 +1,327 @@
+/**
+ * {@linkcode Sched}: ggml's backend scheduler (`wsp_ggml_backend_sched_t`).
+ * It assigns each node of a graph to a backend, splits the graph where the
+ * backend changes, copies inputs between backends, and allocates the
+ * intermediate tensors in one compute buffer per backend.
+ *
+ * @module
+ */
+import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE } from "./bindings.gen.ts";
+import { bool, size } from "./args.ts";
+import { ArgumentError, BoundsError, GgmlError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
+import { ffi, keepAlive } from "./loader.ts";
+import { runtime } from "./runtime.ts";
+import { Graph } from "./graph.ts";
+import { Tensor } from "./tensor.ts";
+import { type AsyncComputeOptions, Backend, checkStatus, runAbortable, supports, takeAbortFlag, tensorPtr } from "./backend.ts";
+import { BufferType } from "./buffer.ts";
+
+const sym = () => runtime().lib.symbols;
+
+/** `WSP_GGML_SCHED_MAX_BACKENDS` (ggml-backend.cpp). */
+export const SCHED_MAX_BACKENDS = 16;
+/** `WSP_GGML_SCHED_MAX_COPIES` (ggml-backend.cpp): the copies of the inputs a `parallel` scheduler keeps. */
+export const SCHED_MAX_COPIES = 4;
+
+/** Options of {@linkcode Sched}. */
+export interface SchedOptions {
+  /** The backends, by priority (first = preferred); the last must be a CPU backend. */
+  readonly backends: readonly Backend[];
+  /** One buffer type per backend (null: the backend's default); default all default. */
+  readonly bufferTypes?: readonly (BufferType | null)[];
+  /** The most nodes + leafs a graph may have; default 2048. */
+  readonly graphSize?: number;
+  /** Keep {@linkcode SCHED_MAX_COPIES} copies of the split inputs, so that consecutive computes can overlap (pipeline parallelism); default false. */
+  readonly parallel?: boolean;
+  /** Let a backend that wants to (`offloadOp`) run ops whose weights are in host memory; default true. */
+  readonly opOffload?: boolean;
+}
+
+/**
+ * Called for each node when set with {@linkcode Sched.setEvalCallback}:
+ * first with `ask = true` ("do you want to see this node?"), then, for the
+ * nodes answered true, with `ask = false` once the node is computed (its
+ * data can be read with `tensorGet`). Returning false in the second call
+ * stops the compute (which then reports success, as in ggml).
+ */
+export type SchedEvalCallback = (node: Tensor, ask: boolean) => boolean;
+
+/** The scheduler over several backends. Free it with `free()` (or `using`). */
+export class Sched {
+  #ptr: number;
+  /** The backends, as given. */
+  readonly backends: readonly Backend[];
+  /** The most nodes + leafs a graph may have. */
+  readonly graphSize: number;
+  #eval: { close(): void; pointer: number } | undefined;
+  #evalError: unknown;
+  #graphs = new Map<number, Graph>();
+  #busy = false;
+
+  /**
+   * @param options the backends, buffer types and sizes
+   * @throws {ArgumentError} for no backends, more than 16, a last backend that is not a CPU one, or a buffer type a backend cannot use
+   */
+  constructor(options: SchedOptions) {
+    const backends = options.backends;
+    if (!Array.isArray(backends) || backends.length === 0) throw new ArgumentError("Sched: at least one backend is needed");
+    if (backends.length > SCHED_MAX_BACKENDS) throw new ArgumentError(`Sched: at most ${SCHED_MAX_BACKENDS} backends, got ${backends.length}`);
+    if (!backends.every((b) => b instanceof Backend)) throw new ArgumentError("Sched: backends must be Backend objects");
+    if (new Set(backends).size !== backends.length) throw new ArgumentError("Sched: a backend is given twice");
+    for (const b of backends) b._live("Sched");
+    const last = backends[backends.length - 1];
+    if (last.device.type !== BackendDevType.CPU) throw new ArgumentError(`Sched: the last backend must be a CPU backend (the fallback of every op), got ${last.name}`);
+    const bufts = options.bufferTypes ?? backends.map(() => null);
+    if (bufts.length !== backends.length) throw new ArgumentError(`Sched: ${bufts.length} buffer types for ${backends.length} backends`);
+    bufts.forEach((t, i) => {
+      if (t !== null && !(t instanceof BufferType)) throw new ArgumentError(`Sched: bufferTypes[${i}] must be a BufferType or null`);
+      if (t && !backends[i].supportsBufferType(t)) throw new ArgumentError(`Sched: ${backends[i].name} cannot use buffers of type ${t.name}`);
+    });
+    const graphSize = size("graphSize", options.graphSize ?? DEFAULT_GRAPH_SIZE);
+    if (graphSize < 1) throw new ArgumentError("Sched: graphSize must be at least 1");
+    const parallel = bool("parallel", options.parallel ?? false);
+    const opOffload = bool("opOffload", options.opOffload ?? true);
+    const bp = new BigUint64Array(backends.map((b) => BigInt(b.pointer)));
+    const tp = new BigUint64Array(bufts.map((t) => BigInt(t?.pointer ?? 0)));
+    const withTypes = bufts.some((t) => t !== null);
+    this.#ptr = sym().wsp_ggml_backend_sched_new(ffi.addressOf(bp), withTypes ? ffi.addressOf(tp) : 0, backends.length, graphSize, parallel, opOffload);
+    keepAlive([bp, tp]);
+    if (this.#ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_backend_sched_new failed");
+    this.backends = [...backends];
+    this.graphSize = graphSize;
+  }
+
+  #live(what: string): number {
+    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the scheduler was freed`);
+    for (const b of this.backends) b._live(`${what}: a backend of the scheduler`);
+    if (this.#busy) throw new ArgumentError(`${what}: the scheduler is computing (await graphComputeAsync first)`);
+    return this.#ptr;
+  }
+
+  /** The native `wsp_ggml_backend_sched_t`. */
+  get pointer(): number {
+    return this.#live("sched");
+  }
+
+  #backend(what: string, b: Backend): number {
+    if (!(b instanceof Backend) || !this.backends.includes(b)) throw new ArgumentError(`${what}: the backend is not one of the scheduler's`);
+    return b._live(what);
+  }
+
+  #graph(what: string, graph: Graph): number {
+    if (!(graph instanceof Graph)) throw new ArgumentError(`${what}: expected a Graph`);
+    for (const c of graph.context._reachable()) c._pool(`${what}: a context the graph uses`);
+    const n = graph.nNodes + graph.nLeafs;
+    if (n > this.graphSize) throw new BoundsError(`${what}: the graph has ${graph.nNodes} nodes and ${graph.nLeafs} leafs, more than the scheduler's graphSize ${this.graphSize}`);
+    // Every node must have a backend that supports it (ggml asserts "all nodes should be assigned").
+    const s = sym();
+    const types = this.backends.map((b) => b.device.type);
+    for (const node of graph.nodes()) {
+      if (!this.backends.some((b, i) => supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
+        throw new UnsupportedOpError(`${what}: no backend of the scheduler supports ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()}`);
+      }
+    }
+    this.#graphs.set(graph.pointer, graph);
+    return graph.pointer;
+  }
+
+  /** Number of backends. */
+  get nBackends(): number {
+    return sym().wsp_ggml_backend_sched_get_n_backends(this.pointer);
+  }
+
+  /** Splits of the last graph split or allocated (`wsp_ggml_backend_sched_get_n_splits`). */
+  get nSplits(): number {
+    return sym().wsp_ggml_backend_sched_get_n_splits(this.pointer);
+  }
+
+  /** Copies of the inputs kept: 4 when `parallel`, else 1 (`wsp_ggml_backend_sched_get_n_copies`). */
+  get nCopies(): number {
+    return sym().wsp_ggml_backend_sched_get_n_copies(this.pointer);
+  }
+
+  /** The buffer type the scheduler allocates `backend`'s tensors in (`wsp_ggml_backend_sched_get_buffer_type`). */
+  getBufferType(backend: Backend): BufferType {
+    return new BufferType(sym().wsp_ggml_backend_sched_get_buffer_type(this.pointer, this.#backend("getBufferType", backend)));
+  }
+
+  /** Bytes of `backend`'s compute buffer (`wsp_ggml_backend_sched_get_buffer_size`). */
+  getBufferSize(backend: Backend): number {
+    return Number(sym().wsp_ggml_backend_sched_get_buffer_size(this.pointer, this.#backend("getBufferSize", backend)));
+  }
+
+  /**
+   * Sizes the compute buffers for `graph`, the largest graph to come
+   * (`wsp_ggml_backend_sched_reserve`; since 0.5.1 it resets the scheduler
+   * first and after, so a following `allocGraph` starts clean).
+   *
+   * @throws {GgmlError} (`OUT_OF_MEMORY`) when a buffer cannot be allocated
+   */
+  reserve(graph: Graph): this {
+    const p = this.#live("reserve");
+    if (!sym().wsp_ggml_backend_sched_reserve(p, this.#graph("reserve", graph))) throw new GgmlError("OUT_OF_MEMORY", "reserve: the scheduler could not allocate its compute buffers");
+    return this;
+  }
+
+  /**
+   * Assigns the nodes to backends and splits the graph, without allocating
+   * (`wsp_ggml_backend_sched_split_graph`); then {@linkcode nSplits} and
+   * {@linkcode getTensorBackend} tell the outcome.
+   */
+  splitGraph(graph: Graph): this {
+    const p = this.#live("splitGraph");
+    sym().wsp_ggml_backend_sched_split_graph(p, this.#graph("splitGraph", graph));
+    return this;
+  }
+
+  /**
+   * Splits and allocates `graph` (`wsp_ggml_backend_sched_alloc_graph`); its
+   * inputs can then be set (`tensorSet`) before {@linkcode graphCompute}.
+   * A graph stays allocated until {@linkcode reset}: allocating again
+   * resets first (ggml asserts otherwise).
+   *
+   * @throws {GgmlError} (`OUT_OF_MEMORY`) when a buffer cannot be allocated
+   */
+  allocGraph(graph: Graph): this {
+    const p = this.#live("allocGraph");
+    const g = this.#graph("allocGraph", graph);
+    if (this.#allocated) sym().wsp_ggml_backend_sched_reset(p);
+    if (!sym().wsp_ggml_backend_sched_alloc_graph(p, g)) throw new GgmlError("OUT_OF_MEMORY", "allocGraph: the scheduler could not allocate the graph");
+    this.#allocated = true;
+    return this;
+  }
+  #allocated = false;
+
+  /**
+   * Computes `graph`, allocating it first unless {@linkcode allocGraph} did
+   * (`wsp_ggml_backend_sched_graph_compute`). After a compute the graph
+   * stays allocated: call {@linkcode reset} before computing another graph.
+   * An exception thrown by the eval callback stops the compute and is
+   * rethrown here.
+   *
+   * @throws {ComputeError} when ggml reports a failure
+   */
+  graphCompute(graph: Graph): this {
+    const p = this.#live("graphCompute");
+    const g = this.#graph("graphCompute", graph);
+    this.#evalError = undefined;
+    const status = sym().wsp_ggml_backend_sched_graph_compute(p, g);
+    this.#allocated = true;
+    if (this.#evalError !== undefined) {
+      const e = this.#evalError;
+      this.#evalError = undefined;
+      throw e;
+    }
+    checkStatus("graphCompute", status);
+    return this;
+  }
+
+  /**
+   * Computes `graph` off the JS thread (Deno `nonblocking`, koffi `.async`,
+   * a worker on Bun); an aborted `signal` stops it between nodes through
+   * the CPU backends' abort callback. The eval callback cannot run off the
+   * JS thread: a scheduler with one set rejects.
+   */
+  async graphComputeAsync(graph: Graph, options: AsyncComputeOptions = {}): Promise<void> {
+    const p = this.#live("graphComputeAsync");
+    if (this.#eval) throw new ArgumentError("graphComputeAsync: an eval callback is set; it runs on the JS thread only (use graphCompute, or setEvalCallback(null))");
+    const g = this.#graph("graphComputeAsync", graph);
+    const compute = runtime().lib.async.wsp_ggml_backend_sched_graph_compute;
+    if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
+    const cpus = this.backends.filter((b) => b._flag);
+    if (options.signal && cpus.length !== this.backends.length) throw new UnsupportedOpError("graphComputeAsync: only a scheduler of CPU backends can be aborted");
+    for (const b of this.backends) b._setBusy(true, "graphComputeAsync");
+    this.#busy = true;
+    // One signal, every backend's flag.
+    const flag = { set: (v: boolean) => cpus.forEach((b) => b._flag!.set(v)) } as ReturnType<typeof takeAbortFlag>;
+    try {
+      await runAbortable("graphComputeAsync", flag, options.signal, () => compute(p, g) as Promise<number>);
+    } finally {
+      flag.set(false);
+      this.#busy = false;
+      for (const b of this.backends) b._setBusy(false, "graphComputeAsync");
+      this.#allocated = true;
+      keepAlive(graph);
+    }
+  }
+
+  /** Waits for the backends' queued work (`wsp_ggml_backend_sched_synchronize`). */
+  synchronize(): void {
+    sym().wsp_ggml_backend_sched_synchronize(this.pointer);
+  }
+
+  /**
+   * Forgets the assignments and allocations (`wsp_ggml_backend_sched_reset`):
+   * needed before allocating or computing a different graph.
+   */
+  reset(): this {
+    sym().wsp_ggml_backend_sched_reset(this.pointer);
+    this.#allocated = false;
+    return this;
+  }
+
+  /** Pins `node` to `backend` for the next split (`wsp_ggml_backend_sched_set_tensor_backend`). */
+  setTensorBackend(node: Tensor, backend: Backend): this {
+    const p = this.pointer;
+    sym().wsp_ggml_backend_sched_set_tensor_backend(p, tensorPtr("setTensorBackend", node), this.#backend("setTensorBackend", backend));
+    return this;
+  }
+
+  /** The backend `node` was assigned to, or null (`wsp_ggml_backend_sched_get_tensor_backend`). */
+  getTensorBackend(node: Tensor): Backend | null {
+    const b = sym().wsp_ggml_backend_sched_get_tensor_backend(this.pointer, tensorPtr("getTensorBackend", node));
+    return this.backends.find((x) => x.pointer === b) ?? null;
+  }
+
+  /**
+   * Calls `callback` for the graph's nodes during {@linkcode graphCompute}
+   * (`wsp_ggml_backend_sched_set_eval_callback`); null removes it.
+   */
+  setEvalCallback(callback: SchedEvalCallback | null): this {
+    const p = this.pointer;
+    if (callback !== null && typeof callback !== "function") throw new ArgumentError("setEvalCallback: expected a function or null");
+    const old = this.#eval;
+    if (callback === null) {
+      sym().wsp_ggml_backend_sched_set_eval_callback(p, 0, 0);
+      this.#eval = undefined;
+    } else {
+      // The scheduler's own tensors (copies of split inputs) belong to no JS context: they are not shown.
+      const resolve = (t: number): Tensor | null => {
+        for (const g of this.#graphs.values()) {
+          for (const c of g.context._reachable()) if (c._contains(t)) return c._wrap(t);
+        }
+        return null;
+      };
+      this.#eval = ffi.callback(callbacks.wsp_ggml_backend_sched_eval_callback, ((t: number, ask: boolean) => {
+        if (this.#evalError !== undefined) return false;
+        try {
+          const node = resolve(t);
+          if (node === null) return !ask;
+          return callback(node, Boolean(ask)) === true;
+        } catch (e) {
+          this.#evalError = e;
+          return false;
+        }
+      }) as never);
+      sym().wsp_ggml_backend_sched_set_eval_callback(p, this.#eval.pointer, 0);
+    }
+    old?.close();
+    return this;
+  }
+
+  /** Frees the scheduler and its compute buffers (not the backends). */
+  free(): void {
+    if (this.#ptr === 0) return;
+    if (this.#busy) throw new ArgumentError("free: the scheduler is computing (await graphComputeAsync first)");
+    sym().wsp_ggml_backend_sched_free(this.#ptr);
+    this.#ptr = 0;
+    this.#eval?.close();
+    this.#eval = undefined;
+    this.#graphs.clear();
+  }
+
+  /** Frees the scheduler (`using`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}
