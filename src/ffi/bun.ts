@@ -49,7 +49,8 @@ let callWorker: CallWorker | undefined;
  */
 function worker(): CallWorker {
   if (callWorker) return callWorker;
-  const w = new Worker(new URL("./bun_worker.ts", import.meta.url).href);
+  // Bun's Worker has ref()/unref() (as Node's does); the DOM typing lacks them.
+  const w = new Worker(new URL("./bun_worker.ts", import.meta.url).href) as Worker & { ref(): void; unref(): void };
   w.unref();
   const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let next = 0;
