@@ -14,7 +14,7 @@ import { ffi, keepAlive } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { Context } from "./context.ts";
 import { Graph } from "./graph.ts";
-import { Tensor, type TensorData } from "./tensor.ts";
+import { storageArray, Tensor, type TensorData } from "./tensor.ts";
 import type { Backend } from "./backend.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
 
@@ -391,19 +391,8 @@ export function tensorSet(tensor: Tensor, data: TensorData | Uint8Array, offset 
   keepAlive(bytes);
 }
 
-const ARRAY: Partial<Record<number, { new (n: number): TensorData; BYTES_PER_ELEMENT: number }>> = {
-  [Type.F32]: Float32Array,
-  [Type.F64]: Float64Array,
-  [Type.I8]: Int8Array,
-  [Type.I16]: Int16Array,
-  [Type.I32]: Int32Array,
-  [Type.I64]: BigInt64Array,
-  [Type.F16]: Uint16Array,
-  [Type.BF16]: Uint16Array,
-};
-
 function checkArrayType(what: string, t: Tensor, data: ArrayBufferView): void {
-  const want = ARRAY[t.type];
+  const want = storageArray(t.type);
   if (!want || !(data instanceof (want as unknown as typeof Float32Array))) {
     throw new GgmlTypeError(`${what}: ${t.describe()} takes a ${want?.name ?? "Uint8Array"} (or raw bytes in a Uint8Array), got ${data.constructor.name}`);
   }
@@ -430,7 +419,7 @@ export function tensorGet(tensor: Tensor): TensorData {
     keepAlive(raw);
     return out;
   }
-  const ctor = ARRAY[type] as unknown as (new (b: ArrayBuffer, o: number, n: number) => TensorData) & { BYTES_PER_ELEMENT: number } | undefined;
+  const ctor = storageArray(type);
   return ctor ? new ctor(raw.buffer as ArrayBuffer, 0, raw.length / ctor.BYTES_PER_ELEMENT) : raw;
 }
 

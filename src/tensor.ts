@@ -49,9 +49,14 @@ function as<A extends TensorData>(op: string, t: Tensor, value: TensorData, type
   return value as A;
 }
 
-type ArrayCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number): TensorData; readonly BYTES_PER_ELEMENT: number; readonly name: string };
+/** A typed-array constructor over existing memory. */
+export type ArrayCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number): TensorData; readonly BYTES_PER_ELEMENT: number; readonly name: string };
 
-/** The typed array whose elements are a tensor type's elements (raw storage), by type. */
+/** The typed array whose elements are a tensor type's elements (raw storage), by type; none for quantized types. */
+export function storageArray(type: number): ArrayCtor | undefined {
+  return STORAGE[type];
+}
+
 const STORAGE: Partial<Record<number, ArrayCtor>> = {
   [Type.F32]: Float32Array,
   [Type.F64]: Float64Array,
