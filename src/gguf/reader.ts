@@ -59,9 +59,14 @@ export interface GgufTensorInfo {
   readonly nbytes: number;
 }
 
-type Ctor = { new (buffer: ArrayBuffer): Exclude<GgufArray, boolean[] | string[]> };
+/** The typed array of a numeric GGUF element type. */
+export type GgufArrayCtor = {
+  new (buffer: ArrayBuffer): Exclude<GgufArray, boolean[] | string[]>;
+  new (length: number): Exclude<GgufArray, boolean[] | string[]>;
+};
 
-const ARRAYS: Partial<Record<number, Ctor>> = {
+/** The typed array of each numeric GGUF element type (bool and string have none: they are not typed arrays). */
+export const GGUF_ARRAYS: Partial<Record<number, GgufArrayCtor>> = {
   [GgufType.UINT8]: Uint8Array,
   [GgufType.INT8]: Int8Array,
   [GgufType.UINT16]: Uint16Array,
@@ -108,7 +113,7 @@ function array(s: Symbols, g: number, id: number, e: ScannedKv): GgufArray {
   const bytes = e.n * GGUF_TYPE_SIZE[e.type];
   const copy = bytes === 0 ? new ArrayBuffer(0) : ffi.view(s.wsp_gguf_get_arr_data(g, id), bytes).slice(0);
   if (e.type === GgufType.BOOL) return Array.from(new Uint8Array(copy), (b) => b !== 0);
-  return new ARRAYS[e.type]!(copy);
+  return new GGUF_ARRAYS[e.type]!(copy);
 }
 
 /** The metadata of a GGUF file, and access to its tensor data. */

@@ -12,7 +12,7 @@ import { cString } from "../ffi/common.ts";
 import { ffi, keepAlive } from "../loader.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
-import type { GgufEntry, GgufFile, GgufValue } from "./reader.ts";
+import { GGUF_ARRAYS, type GgufEntry, type GgufFile, type GgufValue } from "./reader.ts";
 
 const INT_RANGE: Partial<Record<number, [number, number]>> = {
   [GgufType.UINT8]: [0, 255],
@@ -27,19 +27,8 @@ const BIG_RANGE: Partial<Record<number, [bigint, bigint]>> = {
   [GgufType.INT64]: [-(2n ** 63n), 2n ** 63n - 1n],
 };
 type Storage = { new (n: number): ArrayLike<number | bigint> & { [i: number]: number | bigint; buffer: ArrayBufferLike } };
-const STORAGE: Partial<Record<number, Storage>> = {
-  [GgufType.UINT8]: Uint8Array,
-  [GgufType.INT8]: Int8Array,
-  [GgufType.UINT16]: Uint16Array,
-  [GgufType.INT16]: Int16Array,
-  [GgufType.UINT32]: Uint32Array,
-  [GgufType.INT32]: Int32Array,
-  [GgufType.FLOAT32]: Float32Array,
-  [GgufType.BOOL]: Uint8Array,
-  [GgufType.UINT64]: BigUint64Array as unknown as Storage,
-  [GgufType.INT64]: BigInt64Array as unknown as Storage,
-  [GgufType.FLOAT64]: Float64Array,
-};
+/** Element storage for set_arr_data: the reader's typed arrays, and bools as bytes. */
+const STORAGE: Partial<Record<number, Storage>> = { ...GGUF_ARRAYS, [GgufType.BOOL]: Uint8Array } as Partial<Record<number, Storage>>;
 const NAMES = new Map(Object.entries(GgufType).map(([k, v]) => [v as number, k.toLowerCase()]));
 const ALIGNMENT_KEY = "general.alignment";
 
