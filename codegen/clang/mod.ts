@@ -110,166 +110,161 @@ export const TypeKind = {
   Elaborated: 119,
 } as const;
 
-/** A libclang type (a handle). */
-export class Type {
-  readonly #c: Clang;
+/** What a {@linkcode Type} and a {@linkcode Cursor} share: a libclang handle and the binding that resolves it. */
+abstract class Handle {
+  /** @internal */
+  protected readonly c: Clang;
   /** The handle. */
   readonly handle: number;
   /** @internal */
   constructor(c: Clang, handle: number) {
-    this.#c = c;
+    this.c = c;
     this.handle = handle;
   }
-  #s(): Shim {
-    return this.#c.shim;
+  /** @internal */
+  protected get s(): Shim {
+    return this.c.shim;
   }
+}
+
+/** A libclang type (a handle). */
+export class Type extends Handle {
   /** CXTypeKind. */
   get kind(): number {
-    return this.#s().wcg_type_kind(this.handle);
+    return this.s.wcg_type_kind(this.handle);
   }
   /** The type as written (`size_t`, `struct wsp_ggml_tensor *`). */
   get spelling(): string {
-    return this.#c.str(this.#s().wcg_type_spelling(this.handle)) ?? "";
+    return this.c.str(this.s.wcg_type_spelling(this.handle)) ?? "";
   }
   /** The canonical type (typedefs resolved). */
   get canonical(): Type {
-    return new Type(this.#c, this.#s().wcg_type_canonical(this.handle));
+    return new Type(this.c, this.s.wcg_type_canonical(this.handle));
   }
   /** The pointee of a pointer type. */
   get pointee(): Type {
-    return new Type(this.#c, this.#s().wcg_type_pointee(this.handle));
+    return new Type(this.c, this.s.wcg_type_pointee(this.handle));
   }
   /** The result type of a function type. */
   get result(): Type {
-    return new Type(this.#c, this.#s().wcg_type_result(this.handle));
+    return new Type(this.c, this.s.wcg_type_result(this.handle));
   }
   /** The parameter types of a function type. */
   get args(): Type[] {
-    const n = this.#s().wcg_type_num_args(this.handle);
-    return Array.from({ length: Math.max(n, 0) }, (_, i) => new Type(this.#c, this.#s().wcg_type_arg(this.handle, i)));
+    const n = this.s.wcg_type_num_args(this.handle);
+    return Array.from({ length: Math.max(n, 0) }, (_, i) => new Type(this.c, this.s.wcg_type_arg(this.handle, i)));
   }
   /** Whether a function type is variadic. */
   get variadic(): boolean {
-    return this.#s().wcg_type_is_variadic(this.handle) !== 0;
+    return this.s.wcg_type_is_variadic(this.handle) !== 0;
   }
   /** Whether the type is const-qualified. */
   get isConst(): boolean {
-    return this.#s().wcg_type_is_const(this.handle) !== 0;
+    return this.s.wcg_type_is_const(this.handle) !== 0;
   }
   /** `sizeof` in bytes (negative: libclang's CXTypeLayoutError). */
   get size(): number {
-    return Number(this.#s().wcg_type_sizeof(this.handle));
+    return Number(this.s.wcg_type_sizeof(this.handle));
   }
   /** `_Alignof` in bytes (negative: libclang's CXTypeLayoutError). */
   get align(): number {
-    return Number(this.#s().wcg_type_alignof(this.handle));
+    return Number(this.s.wcg_type_alignof(this.handle));
   }
   /** Element count of a constant array (-1 otherwise). */
   get arraySize(): number {
-    return Number(this.#s().wcg_type_array_size(this.handle));
+    return Number(this.s.wcg_type_array_size(this.handle));
   }
   /** The element type of an array type. */
   get element(): Type {
-    return new Type(this.#c, this.#s().wcg_type_element(this.handle));
+    return new Type(this.c, this.s.wcg_type_element(this.handle));
   }
   /** The named type of an elaborated type (`struct x` → the record). */
   get named(): Type {
-    return new Type(this.#c, this.#s().wcg_type_named(this.handle));
+    return new Type(this.c, this.s.wcg_type_named(this.handle));
   }
   /** The declaration of a record, enum or typedef type. */
   get declaration(): Cursor {
-    return new Cursor(this.#c, this.#s().wcg_type_declaration(this.handle));
+    return new Cursor(this.c, this.s.wcg_type_declaration(this.handle));
   }
 }
 
 /** A libclang cursor (a handle). */
-export class Cursor {
-  readonly #c: Clang;
-  /** The handle. */
-  readonly handle: number;
-  /** @internal */
-  constructor(c: Clang, handle: number) {
-    this.#c = c;
-    this.handle = handle;
-  }
-  #s(): Shim {
-    return this.#c.shim;
-  }
+export class Cursor extends Handle {
   /** CXCursorKind. */
   get kind(): number {
-    return this.#s().wcg_cursor_kind(this.handle);
+    return this.s.wcg_cursor_kind(this.handle);
   }
   /** The name. */
   get spelling(): string {
-    return this.#c.str(this.#s().wcg_cursor_spelling(this.handle)) ?? "";
+    return this.c.str(this.s.wcg_cursor_spelling(this.handle)) ?? "";
   }
   /** The file of the spelling location (`null` for built-ins). */
   get file(): string | null {
-    return this.#c.str(this.#s().wcg_cursor_file(this.handle));
+    return this.c.str(this.s.wcg_cursor_file(this.handle));
   }
   /** The line of the spelling location. */
   get line(): number {
-    return this.#s().wcg_cursor_line(this.handle);
+    return this.s.wcg_cursor_line(this.handle);
   }
   /** The tokens of the cursor's extent, as written (macros unexpanded). */
   get tokens(): string[] {
-    const s = this.#c.str(this.#s().wcg_cursor_tokens(this.handle)) ?? "";
+    const s = this.c.str(this.s.wcg_cursor_tokens(this.handle)) ?? "";
     return s === "" ? [] : s.split("\x1f");
   }
   /** The direct children. */
   children(): Cursor[] {
-    const n = this.#s().wcg_children(this.handle);
-    const first = this.#s().wcg_children_first();
-    return Array.from({ length: n }, (_, i) => new Cursor(this.#c, first + i));
+    const n = this.s.wcg_children(this.handle);
+    const first = this.s.wcg_children_first();
+    return Array.from({ length: n }, (_, i) => new Cursor(this.c, first + i));
   }
   /** The declared type. */
   get type(): Type {
-    return new Type(this.#c, this.#s().wcg_cursor_type(this.handle));
+    return new Type(this.c, this.s.wcg_cursor_type(this.handle));
   }
   /** The underlying type of a typedef. */
   get typedefUnderlying(): Type {
-    return new Type(this.#c, this.#s().wcg_typedef_underlying(this.handle));
+    return new Type(this.c, this.s.wcg_typedef_underlying(this.handle));
   }
   /** The integer type of an enum. */
   get enumIntegerType(): Type {
-    return new Type(this.#c, this.#s().wcg_enum_integer_type(this.handle));
+    return new Type(this.c, this.s.wcg_enum_integer_type(this.handle));
   }
   /** The value of an enum constant. */
   get enumValue(): bigint {
-    return BigInt(this.#s().wcg_enum_value(this.handle));
+    return BigInt(this.s.wcg_enum_value(this.handle));
   }
   /** The parameter cursors of a function declaration. */
   get arguments(): Cursor[] {
-    const n = this.#s().wcg_num_arguments(this.handle);
-    return Array.from({ length: Math.max(n, 0) }, (_, i) => new Cursor(this.#c, this.#s().wcg_argument(this.handle, i)));
+    const n = this.s.wcg_num_arguments(this.handle);
+    return Array.from({ length: Math.max(n, 0) }, (_, i) => new Cursor(this.c, this.s.wcg_argument(this.handle, i)));
   }
   /** Offset of a field in bits. */
   get fieldOffsetBits(): number {
-    return Number(this.#s().wcg_field_offset_bits(this.handle));
+    return Number(this.s.wcg_field_offset_bits(this.handle));
   }
   /** Whether this is a definition (a struct with a body). */
   get isDefinition(): boolean {
-    return this.#s().wcg_is_definition(this.handle) !== 0;
+    return this.s.wcg_is_definition(this.handle) !== 0;
   }
   /** Whether this record is anonymous. */
   get isAnonymous(): boolean {
-    return this.#s().wcg_is_anonymous(this.handle) !== 0;
+    return this.s.wcg_is_anonymous(this.handle) !== 0;
   }
   /** Whether this field is a bit field. */
   get isBitField(): boolean {
-    return this.#s().wcg_is_bitfield(this.handle) !== 0;
+    return this.s.wcg_is_bitfield(this.handle) !== 0;
   }
   /** Whether this macro takes arguments. */
   get isMacroFunctionLike(): boolean {
-    return this.#s().wcg_is_macro_function_like(this.handle) !== 0;
+    return this.s.wcg_is_macro_function_like(this.handle) !== 0;
   }
   /** The comment attached to the declaration, as written. */
   get rawComment(): string | null {
-    return this.#c.str(this.#s().wcg_raw_comment(this.handle));
+    return this.c.str(this.s.wcg_raw_comment(this.handle));
   }
   /** The first paragraph of the attached comment. */
   get briefComment(): string | null {
-    return this.#c.str(this.#s().wcg_brief_comment(this.handle));
+    return this.c.str(this.s.wcg_brief_comment(this.handle));
   }
 }
 
