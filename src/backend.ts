@@ -12,7 +12,7 @@
  */
 import { BackendDevType, layouts, MAX_N_THREADS, SchedPriority, Status } from "./bindings.gen.ts";
 import { int, member } from "./args.ts";
-import { ArgumentError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
+import { ArgumentError, BusyError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
 import { cString } from "./ffi/mod.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
@@ -518,7 +518,8 @@ export class Backend {
 
   #preflight(what: string, graph: Graph): void {
     if (!(graph instanceof Graph)) throw new ArgumentError(`${what}: expected a Graph`);
-    if (this.#busy) throw new ArgumentError(`${what}: the backend is computing another graph (await it first)`);
+    if (this.#busy) throw new BusyError(`${what}: the backend is computing another graph (await it first)`);
+    graph._idle(what);
     for (const c of graph.context._reachable()) c._pool(`${what}: a context the graph uses`);
     const type = this.device.type;
     const s = sym();
@@ -561,12 +562,14 @@ export class Backend {
     if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
     if (options.signal && !this.#flag) throw new UnsupportedOpError(`graphComputeAsync: ${this.name} cannot be aborted (only CPU backends can)`);
     const g = graph.pointer;
+    const release = graph._acquire("graphComputeAsync");
     this.#busy = true;
     try {
       await runAbortable("graphComputeAsync", this.#flag ?? takeAbortFlag(), options.signal, () => compute(ptr, g) as Promise<number>);
     } finally {
       this.#flag?.set(false);
       this.#busy = false;
+      release();
       keepAlive(graph);
     }
   }
@@ -577,15 +580,16 @@ export class Backend {
   }
 
   /** @internal Marks the backend as computing (asynchronous computes are exclusive). */
-  _setBusy(busy: boolean, what: string): void {
-    if (busy && this.#busy) throw new ArgumentError(`${what}: the backend ${this.name} is computing another graph (await it first)`);
+  _setBusy(busy: boolean, what: string): this {
+    if (busy && this.#busy) throw new BusyError(`${what}: the backend ${this.name} is computing another graph (await it first)`);
     this.#busy = busy;
+    return this;
   }
 
   /** Frees the backend (`wsp_ggml_backend_free`); further use throws. */
   free(): void {
     if (this.#ptr === 0) return;
-    if (this.#busy) throw new ArgumentError("free: the backend is computing a graph (await it first)");
+    if (this.#busy) throw new BusyError("free: the backend is computing a graph (await it first)");
     this.#threadpool?._detach(this);
     sym().wsp_ggml_backend_free(this.#ptr);
     this.#ptr = 0;

@@ -9,7 +9,7 @@
  */
 import { BackendBufferUsage, layouts, Type } from "./bindings.gen.ts";
 import { int, member, size } from "./args.ts";
-import { ArgumentError, BoundsError, GgmlError, GgmlTypeError, NotAllocatedError, ShapeError, UseAfterFreeError } from "./errors.ts";
+import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, NotAllocatedError, ShapeError, UseAfterFreeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { Context } from "./context.ts";
@@ -186,6 +186,7 @@ export class Buffer {
    */
   free(): void {
     if (this.#ptr === 0) return;
+    for (const ctx of this.#contexts) if (ctx._busy) throw new BusyError("free: tensors in this buffer are being computed asynchronously (await graphComputeAsync first)");
     const ptr = this.#ptr;
     const F = tensorFields();
     for (const ctx of this.#contexts) {

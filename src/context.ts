@@ -12,7 +12,7 @@
  */
 import { DEFAULT_GRAPH_SIZE, layouts, MAX_DIMS, MEM_ALIGN, Type } from "./bindings.gen.ts";
 import { bool, member, size as sizeArg } from "./args.ts";
-import { ArgumentError, ContextOutOfMemoryError, GgmlError, UseAfterFreeError } from "./errors.ts";
+import { ArgumentError, BusyError, ContextOutOfMemoryError, GgmlError, UseAfterFreeError } from "./errors.ts";
 import { Graph } from "./graph.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
@@ -107,6 +107,7 @@ export class Context extends Ops {
   readonly #noAlloc: boolean;
   readonly #tensors = new Map<number, Tensor>();
   readonly #deps = new Set<Context>();
+  #holds = 0;
 
   /**
    * Creates a context (`wsp_ggml_init`), loading the library on first use.
@@ -178,6 +179,7 @@ export class Context extends Ops {
    */
   free(): void {
     if (this.#state.ptr === 0) return;
+    if (this.#holds > 0) throw new BusyError("free: a graph using this context is being computed asynchronously (await graphComputeAsync first)");
     finalizer.unregister(this);
     this.#tensors.clear();
     this.#deps.clear();
@@ -188,6 +190,16 @@ export class Context extends Ops {
   /** Frees the context (`using ctx = new Context(…)`). */
   [Symbol.dispose](): void {
     this.free();
+  }
+
+  /** @internal Counts asynchronous computes that use this context (`free` is refused while any runs). */
+  _hold(delta: 1 | -1): void {
+    this.#holds += delta;
+  }
+
+  /** @internal Whether an asynchronous compute uses this context. */
+  get _busy(): boolean {
+    return this.#holds > 0;
   }
 
   /** @internal The pool's bytes, or {@linkcode UseAfterFreeError} once freed. */

@@ -72,6 +72,18 @@ export class ArgumentError extends GgmlError {
   }
 }
 
+/**
+ * An object in use by an asynchronous compute (a graph being computed, its
+ * contexts, a computing backend or scheduler) was used, changed or freed
+ * before the compute settled. An {@linkcode ArgumentError} (code `ARGUMENT`).
+ */
+export class BusyError extends ArgumentError {
+  /** @param message what was in use */
+  constructor(message: string) {
+    super(message);
+  }
+}
+
 /** A context, or a tensor or graph of one, used after the context was freed. */
 export class UseAfterFreeError extends GgmlError {
   /** @param message what was used */

@@ -6,7 +6,7 @@
  */
 import { DEFAULT_N_THREADS, GluOp, MAX_N_THREADS, Op, Status, TensorFlag, Type, UnaryOp } from "./bindings.gen.ts";
 import { int } from "./args.ts";
-import { ArgumentError, BoundsError, ComputeError, GgmlTypeError, GraphFullError, NotAllocatedError, UnsupportedOpError } from "./errors.ts";
+import { ArgumentError, BoundsError, BusyError, ComputeError, GgmlTypeError, GraphFullError, NotAllocatedError, UnsupportedOpError } from "./errors.ts";
 import { ffi } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { BACKWARD_OPS } from "./checks.ts";
@@ -55,6 +55,7 @@ export class Graph {
   readonly #leafs: Tensor[] = [];
   readonly #nodes: Tensor[] = [];
   #checked = false;
+  #busy = false;
 
   /** @internal Graphs come from `ctx.newGraph()` / `ctx.newGraphCustom()`. */
   constructor(context: Context, ptr: number, size: number, grads: boolean) {
@@ -62,6 +63,27 @@ export class Graph {
     this.#ptr = ptr;
     this.size = size;
     this.grads = grads;
+  }
+
+  /** @internal Throws {@linkcode BusyError} while an asynchronous compute of this graph runs. */
+  _idle(what: string): void {
+    if (this.#busy) throw new BusyError(`${what}: the graph is being computed asynchronously (await that compute first; a graph computes once at a time)`);
+  }
+
+  /**
+   * @internal Marks the graph and every context it uses as in use by an
+   * asynchronous compute; returns the function that ends it.
+   * @throws {BusyError} when the graph is computing already
+   */
+  _acquire(what: string): () => void {
+    this._idle(what);
+    const contexts = [...this.context._reachable()];
+    this.#busy = true;
+    for (const c of contexts) c._hold(1);
+    return () => {
+      this.#busy = false;
+      for (const c of contexts) c._hold(-1);
+    };
   }
 
   /** The native `struct wsp_ggml_cgraph *` (for raw bindings; valid while the context lives). */
@@ -108,6 +130,7 @@ export class Graph {
    */
   buildForwardExpand(tensor: Tensor): this {
     this.context._pool("buildForwardExpand");
+    this._idle("buildForwardExpand");
     if (!(tensor instanceof Tensor)) throw new ArgumentError("buildForwardExpand: expected a Tensor");
     tensor.context._pool("buildForwardExpand: tensor");
     // Mirror ggml_visit_parents: which tensors are new, which of them leafs.
@@ -146,6 +169,7 @@ export class Graph {
    */
   buildBackwardExpand(context: Context = this.context): this {
     this.context._pool("buildBackwardExpand");
+    this._idle("buildBackwardExpand");
     context._pool("buildBackwardExpand: context");
     if (!this.grads) throw new ArgumentError("buildBackwardExpand: the graph has no gradient slots; create it with ctx.newGraphCustom(size, true)");
     if (this.#nodes.length === 0) throw new ArgumentError("buildBackwardExpand: the graph has no nodes; call buildForwardExpand first");
@@ -214,6 +238,7 @@ export class Graph {
   /** Resets the gradients: 1 for the loss, 0 elsewhere (`wsp_ggml_graph_reset`). */
   reset(): this {
     if (!this.grads) throw new ArgumentError("reset: the graph has no gradient slots");
+    this._idle("reset");
     for (const n of this.#nodes) {
       const g = this.grad(n);
       if (g && !g.isAllocated) throw new NotAllocatedError(`reset: the gradient of ${n.describe()} is not allocated`);
@@ -251,6 +276,7 @@ export class Graph {
     const nThreads = int("nThreads", options.nThreads ?? DEFAULT_N_THREADS);
     if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
     this.context._pool("compute");
+    this._idle("compute");
     if (this.#nodes.length === 0) return this;
     this.#preflight();
     const rt = runtime();

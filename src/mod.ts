@@ -102,3 +102,25 @@ export {
 } from "./buffer.ts";
 export { SCHED_MAX_BACKENDS, SCHED_MAX_COPIES, Sched, type SchedEvalCallback, type SchedOptions } from "./sched.ts";
 export { BackendBufferUsage, BackendDevType, SchedPriority } from "./bindings.gen.ts";
+export {
+  type AdamWParams,
+  defaultOptimizerParams,
+  type EpochOptions,
+  type EpochResult,
+  type Estimate,
+  fit,
+  type FitEpoch,
+  type FitOptions,
+  OptBuildType,
+  OptContext,
+  type OptContextOptions,
+  OptDataset,
+  type OptDatasetOptions,
+  type OptimizerParams,
+  OptLossType,
+  OptOptimizerType,
+  type OptProgress,
+  OptResult,
+  type OptSummary,
+  type SgdParams,
+} from "./opt.ts";

@@ -8,7 +8,7 @@
  */
 import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE } from "./bindings.gen.ts";
 import { bool, size } from "./args.ts";
-import { ArgumentError, BoundsError, GgmlError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
+import { ArgumentError, BoundsError, BusyError, GgmlError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { Graph } from "./graph.ts";
@@ -94,7 +94,7 @@ export class Sched {
   #live(what: string): number {
     if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the scheduler was freed`);
     for (const b of this.backends) b._live(`${what}: a backend of the scheduler`);
-    if (this.#busy) throw new ArgumentError(`${what}: the scheduler is computing (await graphComputeAsync first)`);
+    if (this.#busy) throw new BusyError(`${what}: the scheduler is computing (await graphComputeAsync first)`);
     return this.#ptr;
   }
 
@@ -110,6 +110,7 @@ export class Sched {
 
   #graph(what: string, graph: Graph): number {
     if (!(graph instanceof Graph)) throw new ArgumentError(`${what}: expected a Graph`);
+    graph._idle(what);
     for (const c of graph.context._reachable()) c._pool(`${what}: a context the graph uses`);
     const n = graph.nNodes + graph.nLeafs;
     if (n > this.graphSize) throw new BoundsError(`${what}: the graph has ${graph.nNodes} nodes and ${graph.nLeafs} leafs, more than the scheduler's graphSize ${this.graphSize}`);
@@ -230,7 +231,15 @@ export class Sched {
     if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
     const cpus = this.backends.filter((b) => b._flag);
     if (options.signal && cpus.length !== this.backends.length) throw new UnsupportedOpError("graphComputeAsync: only a scheduler of CPU backends can be aborted");
-    for (const b of this.backends) b._setBusy(true, "graphComputeAsync");
+    const release = graph._acquire("graphComputeAsync");
+    const marked: Backend[] = [];
+    try {
+      for (const b of this.backends) marked.push(b._setBusy(true, "graphComputeAsync"));
+    } catch (e) {
+      for (const b of marked) b._setBusy(false, "graphComputeAsync");
+      release();
+      throw e;
+    }
     this.#busy = true;
     // One signal, every backend's flag.
     const flag = { set: (v: boolean) => cpus.forEach((b) => b._flag!.set(v)) } as ReturnType<typeof takeAbortFlag>;
@@ -239,6 +248,7 @@ export class Sched {
     } finally {
       flag.set(false);
       this.#busy = false;
+      release();
       for (const b of this.backends) b._setBusy(false, "graphComputeAsync");
       this.#allocated = true;
       keepAlive(graph);
@@ -312,7 +322,7 @@ export class Sched {
   /** Frees the scheduler and its compute buffers (not the backends). */
   free(): void {
     if (this.#ptr === 0) return;
-    if (this.#busy) throw new ArgumentError("free: the scheduler is computing (await graphComputeAsync first)");
+    if (this.#busy) throw new BusyError("free: the scheduler is computing (await graphComputeAsync first)");
     sym().wsp_ggml_backend_sched_free(this.#ptr);
     this.#ptr = 0;
     this.#eval?.close();
