@@ -57,6 +57,29 @@ export function memoryStats(): MemoryStats {
 }
 
 /** Detaches `buffer`: every typed array over it becomes empty. */
+/**
+ * Bytes a tensor's header takes in a context's pool (`wsp_ggml_tensor_overhead`):
+ * size a `noAlloc` context as `n × tensorOverhead()` plus its graphs.
+ */
+export function tensorOverhead(): number {
+  return Number(runtime().lib.symbols.wsp_ggml_tensor_overhead());
+}
+
+/**
+ * Bytes a graph of `size` nodes takes in a context's pool, with gradient
+ * slots when `grads` (`wsp_ggml_graph_overhead_custom`).
+ */
+export function graphOverheadCustom(size: number, grads = false): number {
+  sizeArg("size", size);
+  bool("grads", grads);
+  return Number(runtime().lib.symbols.wsp_ggml_graph_overhead_custom(size, grads));
+}
+
+/** Bytes a default graph (`DEFAULT_GRAPH_SIZE` nodes, no gradients) takes (`wsp_ggml_graph_overhead`). */
+export function graphOverhead(): number {
+  return Number(runtime().lib.symbols.wsp_ggml_graph_overhead());
+}
+
 function detach(buffer: ArrayBuffer): void {
   const b = buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
   if (typeof b.transfer === "function") b.transfer(0);

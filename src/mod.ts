@@ -14,7 +14,7 @@
  *
  * @module
  */
-export { Context, type ContextOptions, memoryStats, type MemoryStats } from "./context.ts";
+export { Context, type ContextOptions, graphOverhead, graphOverheadCustom, memoryStats, type MemoryStats, tensorOverhead } from "./context.ts";
 export { Tensor, type TensorData } from "./tensor.ts";
 export { type ComputeOptions, Graph } from "./graph.ts";
 export type { OpChecks } from "./ops.gen.ts";

@@ -11,8 +11,12 @@ import {
   baseLibraryName,
   BUILD_COMMAND,
   Context,
+  ContextOutOfMemoryError,
+  DEFAULT_GRAPH_SIZE,
   GgmlError,
   Graph,
+  graphOverhead,
+  graphOverheadCustom,
   LIBRARY_PATH_ENV,
   LibraryNotFoundError,
   loadLibrary,
@@ -22,9 +26,11 @@ import {
   platformPackage,
   Tensor,
   TensorFlag,
+  tensorOverhead,
   Type,
   UseAfterFreeError,
 } from "../mod.ts";
+import { layouts, MEM_ALIGN } from "../src/bindings.gen.ts";
 
 const MiB = 1 << 20;
 
@@ -125,6 +131,23 @@ describe("Context", () => {
     assert.equal(ctx.usedMem, Number(loadLibrary().symbols.wsp_ggml_tensor_overhead()) + 48);
     ctx.free();
     assert.equal(ctx.freed, true);
+  });
+
+  test("tensorOverhead / graphOverheadCustom size a noAlloc pool exactly", () => {
+    // ggml_object (offs, size, next: 8 bytes each; type: 4; padding: 4) + the tensor struct.
+    assert.equal(tensorOverhead(), 32 + layouts.wsp_ggml_tensor.size);
+    assert.equal(graphOverhead(), graphOverheadCustom(DEFAULT_GRAPH_SIZE, false));
+    assert.ok(graphOverheadCustom(16, true) > graphOverheadCustom(16, false), "gradient slots take room");
+    const memSize = 3 * tensorOverhead() + graphOverheadCustom(16, true);
+    using fits = new Context({ memSize, noAlloc: true });
+    for (let i = 0; i < 3; i++) fits.newTensor1d(Type.F32, 1000);
+    fits.newGraphCustom(16, true);
+    assert.equal(fits.usedMem, memSize);
+    // The pool is padded to MEM_ALIGN (as ggml pads it), so one alignment unit less is too small.
+    using short = new Context({ memSize: memSize - MEM_ALIGN, noAlloc: true });
+    for (let i = 0; i < 3; i++) short.newTensor1d(Type.F32, 1000);
+    assert.throws(() => short.newGraphCustom(16, true), ContextOutOfMemoryError);
+    assert.throws(() => graphOverheadCustom(-1), ArgumentError);
   });
 
   test("free is idempotent and `using` frees", () => {
