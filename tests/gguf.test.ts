@@ -10,16 +10,21 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   ArgumentError,
+  Backend,
   Context,
+  cpuBufferType,
   dequantize,
   GgmlError,
   GgufError,
   GgufType,
   GgufWriter,
+  memoryStats,
   NotAllocatedError,
   quantize,
   readGguf,
   ShapeError,
+  tensorGet,
+  tensorGetBytes,
   Type,
   UseAfterFreeError,
 } from "../mod.ts";
@@ -125,6 +130,35 @@ test("a subset of tensors into a noAlloc context, data read into a caller's buff
   const dest = new Uint8Array(info.nbytes);
   assert.equal(f.readTensorData(info, dest), dest);
   assert.deepEqual(Array.from(dequantize(Type.Q8_0, dest, 64)), expect.tensors.find((t) => t.name === "w.q8_0")!.values.map(Math.fround));
+});
+
+test("loadTensorsToBackend: every tensor into one CPU buffer, read straight from the file", () => {
+  const f = readGguf(pyFile);
+  using backend = Backend.cpu();
+  for (const target of [backend, cpuBufferType()]) {
+    const before = memoryStats().contexts;
+    const { context, tensors, buffer } = f.loadTensorsToBackend(target);
+    try {
+      assert.ok(buffer && buffer.isHost);
+      assert.deepEqual([...tensors.keys()], expect.tensors.map((t) => t.name));
+      for (const e of expect.tensors) {
+        const t = tensors.get(e.name)!;
+        // The data lives in the backend buffer (not in the context's pool): the file was read into it.
+        assert.ok(t._data >= buffer.base && t._data + t.nbytes <= buffer.base + buffer.size, `${e.name} inside the buffer`);
+        const values = t.type === Type.Q8_0 ? dequantize(Type.Q8_0, tensorGetBytes(t), t.shape[0]) : tensorGet(t) as Float32Array;
+        assert.deepEqual(Array.from(values), e.values.map(Math.fround), e.name);
+      }
+    } finally {
+      buffer?.free();
+      context.free();
+    }
+    assert.equal(memoryStats().contexts, before, "the context is freed");
+  }
+  const { context, tensors, buffer } = f.loadTensorsToBackend(backend, { names: ["w.f16"] });
+  assert.deepEqual([...tensors.keys()], ["w.f16"]);
+  buffer?.free();
+  context.free();
+  assert.throws(() => f.loadTensorsToBackend(backend, { names: ["nope"] }), (e: unknown) => e instanceof GgufError && e.reason === "NOT_FOUND");
 });
 
 /** Values of every KV type, written from TS. */

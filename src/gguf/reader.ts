@@ -15,6 +15,8 @@ import { cString } from "../ffi/common.ts";
 import { ffi, keepAlive } from "../loader.ts";
 import { runtime } from "../runtime.ts";
 import type { Tensor } from "../tensor.ts";
+import type { Backend } from "../backend.ts";
+import { allocCtxTensors, type Buffer, type BufferType, tensorSet } from "../buffer.ts";
 import { GGUF_TYPE_SIZE, type GgufLimits, type ScannedKv, scanGguf } from "./scan.ts";
 
 /** A GGUF array value: a typed array for numbers, plain arrays for bools and strings. */
@@ -281,6 +283,49 @@ export class GgufFile {
       return { context, tensors };
     } catch (e) {
       if (!given) context.free();
+      throw e;
+    }
+  }
+
+  /**
+   * Loads the tensors of the file (all, or those named) into one backend
+   * buffer of `target` (a backend's default buffer type, or a buffer type):
+   * the tensors are made in a new `noAlloc` context, allocated with
+   * {@linkcode allocCtxTensors}, and filled from the file. A host buffer (the
+   * CPU's) is read into straight from the file, with no intermediate copy;
+   * any other buffer gets one tensor at a time through
+   * `wsp_ggml_backend_tensor_set`. Every range is checked before anything is
+   * allocated. Free the buffer, then the context, when done.
+   *
+   * @returns the context (holding the tensors' headers), the tensors by name and the buffer
+   * @throws {GgufError} `NOT_FOUND`, `TRUNCATED`, `IO`
+   */
+  loadTensorsToBackend(target: Backend | BufferType, options: { names?: readonly string[] } = {}): { context: Context; tensors: Map<string, Tensor>; buffer: Buffer | null } {
+    const infos = (options.names ?? this.tensors.map((t) => t.name)).map((n) => this.#info(n));
+    for (const info of infos) this.#range(info);
+    const overhead = Number(runtime().lib.symbols.wsp_ggml_tensor_overhead());
+    const context = new Context({ memSize: (infos.length + 1) * overhead, noAlloc: true });
+    let buffer: Buffer | null = null;
+    try {
+      const { tensors } = this.loadTensors({ context, names: infos.map((i) => i.name) });
+      buffer = allocCtxTensors(context, target);
+      const host = buffer?.isHost ?? false;
+      this.#withFile((fd) => {
+        for (const info of infos) {
+          if (info.nbytes === 0) continue;
+          const t = tensors.get(info.name)!;
+          if (host) this.#read(fd, info, new Uint8Array(ffi.view(t._data, info.nbytes)));
+          else {
+            const bytes = new Uint8Array(info.nbytes);
+            this.#read(fd, info, bytes);
+            tensorSet(t, bytes);
+          }
+        }
+      });
+      return { context, tensors, buffer };
+    } catch (e) {
+      buffer?.free();
+      context.free();
       throw e;
     }
   }
