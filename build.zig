@@ -4,6 +4,7 @@
 //!   zig build -Dcpu=native    host: base library + one CPU backend tuned for this machine
 //!   zig build dist            every release target → zig-out/dist/<target>/
 //!   zig build test            builds and runs the C smoke test natively
+//!   zig build bench           the C benchmark driver (bench/driver.c) → zig-out/bin/wsp-bench
 //!   zig build smoke-dist      smoke binaries for every target → zig-out/smoke/<target>/ (for qemu / wine)
 //!
 //! Layout of one target folder:
@@ -140,6 +141,21 @@ pub fn build(b: *std.Build) !void {
     run_smoke.expectExitCode(0);
     b.step("test", "Build and run the C smoke test on the host").dependOn(&run_smoke.step);
 
+    // zig build bench: the C reference of bench/ (ReleaseFast, like the libraries), linked against
+    // the host base library; it finds libwsp-ggml in ../lib by rpath and takes the variants' folder.
+    const bench_mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true });
+    bench_mod.addIncludePath(b.path(vendor));
+    bench_mod.addCSourceFile(.{ .file = b.path("bench/driver.c"), .flags = &common_c_flags });
+    bench_mod.linkLibrary(host.base);
+    if (target.result.os.tag == .linux) {
+        bench_mod.addRPathSpecial("$ORIGIN/../lib");
+        bench_mod.linkSystemLibrary("dl", .{});
+    }
+    const bench_exe = b.addExecutable(.{ .name = "wsp-bench", .root_module = bench_mod });
+    const bench_step = b.step("bench", "Build the C benchmark driver (bench/driver.c) into zig-out/bin/");
+    bench_step.dependOn(&b.addInstallArtifact(bench_exe, .{}).step);
+    bench_step.dependOn(b.getInstallStep());
+
     // zig build dist / smoke-dist: every release target, cross-compiled from this machine.
     const dist = b.step("dist", "Cross-compile every release target into zig-out/dist/<target>/");
     const smoke_dist = b.step("smoke-dist", "Smoke binaries of every target into zig-out/smoke/<target>/");
@@ -178,6 +194,8 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&base_sources), .flags = &common_cxx_flags });
     if (pathExists(b, base_shim)) base_mod.addCSourceFile(.{ .file = b.path(base_shim), .flags = &common_c_flags });
     base_mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
+    // wsp-ggml's log routing (JS thread vs native threads) and abort message.
+    base_mod.addCSourceFile(.{ .file = b.path("native/log.c"), .flags = &common_c_flags });
     if (os == .windows) base_mod.addCSourceFile(.{ .file = b.path("native/win-exports.c"), .flags = &common_c_flags });
     const base = b.addLibrary(.{ .linkage = .dynamic, .name = "wsp-ggml", .root_module = base_mod });
     try steps.append(b.allocator, install(b, base, dir, null));

@@ -1,0 +1,441 @@
+// The C reference of the benchmarks in bench/: the same work as each TS benchmark (bench/cases.ts),
+// through the same libwsp-ggml, timed the same way (a warm-up sample, then `reps` samples of `n`
+// iterations each; the runner takes the median). Prints one JSON object on stdout.
+//
+//   wsp-bench LIBDIR BENCH [key=value ...]
+//
+// LIBDIR holds libwsp-ggml and the libggml-cpu-* variants; ggml's loader picks the variant that
+// scores highest on this CPU, as the TS loader does (the JSON names it, so the runner can check
+// that both sides ran the same code). Benchmarks and their keys (defaults in brackets):
+//
+//   nelements | nbytes   n [1000000] reps [15]   one call per iteration on a 2-D f32 tensor
+//   add                  n [100000] reps [15]    wsp_ggml_add in a no_alloc context, reset every 1000 nodes
+//   shape                n [1000000] reps [15]   nelements + nrows + nbytes + n_dims calls, and ne[] reads
+//   graph                layers [334] hidden [64] batch [32] n [20] reps [15]
+//                        a no_alloc context, 2·layers weights, layers × relu(add(mul_mat)), a graph of
+//                        2048 nodes, build_forward_expand, free — per iteration
+//   matmul               type [f32] size [512] threads [2] reps [5]   one graph compute per sample
+//   memcpy               bytes [67108864] reps [9]   memcpy between two preallocated buffers
+//   train                epochs [4] hidden [64] layers [2] batch [32] threads [2]
+//                        the demo's MLP on spirals, ggml-opt AdamW, one sample per epoch
+#if !defined(_WIN32) && !defined(_GNU_SOURCE)
+#    define _GNU_SOURCE
+#endif
+#include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-opt.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef _WIN32
+#    include <dlfcn.h>
+#endif
+
+#define MAX_SAMPLES 256
+
+static int    g_argc;
+static char ** g_argv;
+
+/** The integer parameter `key=value` from the command line, or `def`. */
+static long long param(const char * key, long long def) {
+    size_t n = strlen(key);
+    for (int i = 3; i < g_argc; i++)
+        if (strncmp(g_argv[i], key, n) == 0 && g_argv[i][n] == '=') return atoll(g_argv[i] + n + 1);
+    return def;
+}
+
+static const char * param_str(const char * key, const char * def) {
+    size_t n = strlen(key);
+    for (int i = 3; i < g_argc; i++)
+        if (strncmp(g_argv[i], key, n) == 0 && g_argv[i][n] == '=') return g_argv[i] + n + 1;
+    return def;
+}
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+}
+
+static int cmp_double(const void * a, const void * b) {
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+static wsp_ggml_backend_reg_t g_reg;
+static const char *           g_variant = "?";
+
+/** Prints the result: samples in ns per iteration, their median, and the facts the runner checks. */
+static void report(const char * bench, const char * label, double * samples, int reps, long long n, double extra) {
+    double sorted[MAX_SAMPLES];
+    memcpy(sorted, samples, sizeof(double) * reps);
+    qsort(sorted, reps, sizeof(double), cmp_double);
+    double median = reps % 2 ? sorted[reps / 2] : (sorted[reps / 2 - 1] + sorted[reps / 2]) / 2;
+    printf("{\"bench\":\"%s\",\"label\":\"%s\",\"side\":\"c\",\"variant\":\"%s\",\"n\":%lld,\"reps\":%d,\"median_ns\":%.4f,"
+           "\"min_ns\":%.4f,\"extra\":%.6g,\"samples_ns\":[",
+           bench, label, g_variant, n, reps, median, sorted[0], extra);
+    for (int i = 0; i < reps; i++) printf("%s%.4f", i ? "," : "", samples[i]);
+    printf("]}\n");
+}
+
+static int clamp_reps(long long reps) {
+    return reps < 1 ? 1 : reps > MAX_SAMPLES ? MAX_SAMPLES : (int) reps;
+}
+
+/** Deterministic values in [-1, 1): the same 32-bit LCG as bench/cases.ts. */
+static float lcg(uint32_t * s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float) ((*s >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+}
+
+static struct wsp_ggml_context * new_ctx(size_t mem, bool no_alloc) {
+    struct wsp_ggml_init_params p = { .mem_size = mem, .mem_buffer = NULL, .no_alloc = no_alloc };
+    return wsp_ggml_init(p);
+}
+
+static volatile int64_t g_sink;
+
+// ---- per-call ---------------------------------------------------------------------------------
+
+static void bench_call(const char * which) {
+    long long n = param("n", 1000000);
+    int reps = clamp_reps(param("reps", 15));
+    struct wsp_ggml_context * ctx = new_ctx(16 * wsp_ggml_tensor_overhead() + 64 * 32 * 4 + 1024, false);
+    struct wsp_ggml_tensor * t = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, 64, 32);
+    double samples[MAX_SAMPLES];
+    int nelements = strcmp(which, "nelements") == 0;
+    for (int r = -1; r < reps; r++) {
+        int64_t acc = 0;
+        double t0 = now_ns();
+        if (nelements)
+            for (long long i = 0; i < n; i++) acc += wsp_ggml_nelements(t);
+        else
+            for (long long i = 0; i < n; i++) acc += (int64_t) wsp_ggml_nbytes(t);
+        double dt = now_ns() - t0;
+        g_sink = acc;
+        if (r >= 0) samples[r] = dt / n;
+    }
+    report(which, nelements ? "wsp_ggml_nelements" : "wsp_ggml_nbytes", samples, reps, n, 0);
+    wsp_ggml_free(ctx);
+}
+
+enum { ADD_BATCH = 1000 };
+
+static void bench_add(void) {
+    long long n = param("n", 100000);
+    int reps = clamp_reps(param("reps", 15));
+    // a and b live in their own context; the nodes go to ops, reset every ADD_BATCH nodes.
+    struct wsp_ggml_context * src = new_ctx(4 * wsp_ggml_tensor_overhead(), true);
+    struct wsp_ggml_context * ops = new_ctx((ADD_BATCH + 8) * wsp_ggml_tensor_overhead(), true);
+    struct wsp_ggml_tensor * a = wsp_ggml_new_tensor_2d(src, WSP_GGML_TYPE_F32, 64, 32);
+    struct wsp_ggml_tensor * b = wsp_ggml_new_tensor_2d(src, WSP_GGML_TYPE_F32, 64, 32);
+    double samples[MAX_SAMPLES];
+    for (int r = -1; r < reps; r++) {
+        double t0 = now_ns();
+        for (long long i = 0; i < n; i++) {
+            if (i % ADD_BATCH == 0) wsp_ggml_reset(ops);
+            g_sink = (int64_t) (intptr_t) wsp_ggml_add(ops, a, b);
+        }
+        double dt = now_ns() - t0;
+        if (r >= 0) samples[r] = dt / n;
+    }
+    report("add", "wsp_ggml_add (no_alloc)", samples, reps, n, 0);
+    wsp_ggml_free(ops);
+    wsp_ggml_free(src);
+}
+
+static void bench_shape(void) {
+    long long n = param("n", 1000000);
+    int reps = clamp_reps(param("reps", 15));
+    struct wsp_ggml_context * ctx = new_ctx(4 * wsp_ggml_tensor_overhead(), true);
+    struct wsp_ggml_tensor * t = wsp_ggml_new_tensor_3d(ctx, WSP_GGML_TYPE_F32, 64, 32, 3);
+    double calls[MAX_SAMPLES], reads[MAX_SAMPLES];
+    for (int r = -1; r < reps; r++) {
+        int64_t acc = 0;
+        double t0 = now_ns();
+        for (long long i = 0; i < n; i++)
+            acc += wsp_ggml_nelements(t) + wsp_ggml_nrows(t) + (int64_t) wsp_ggml_nbytes(t) + wsp_ggml_n_dims(t);
+        double t1 = now_ns();
+        // The struct read a C caller makes: the four ne[] through a pointer the compiler must reload.
+        struct wsp_ggml_tensor * volatile tv = t;
+        for (long long i = 0; i < n; i++) {
+            struct wsp_ggml_tensor * p = tv;
+            acc += p->ne[0] + p->ne[1] + p->ne[2] + p->ne[3];
+        }
+        double t2 = now_ns();
+        g_sink = acc;
+        if (r >= 0) {
+            calls[r] = (t1 - t0) / n;
+            reads[r] = (t2 - t1) / n;
+        }
+    }
+    report("shape", "4 calls (nelements+nrows+nbytes+n_dims)", calls, reps, n, 0);
+    report("shape-ne", "ne[0..3] struct reads", reads, reps, n, 0);
+    wsp_ggml_free(ctx);
+}
+
+// ---- graph construction -----------------------------------------------------------------------
+
+enum { GRAPH_SIZE = 2048 };
+
+static void bench_graph(void) {
+    int layers = (int) param("layers", 334), hidden = (int) param("hidden", 64), batch = (int) param("batch", 32);
+    long long n = param("n", 20);
+    int reps = clamp_reps(param("reps", 15));
+    size_t mem = (size_t) (5 * layers + 8) * wsp_ggml_tensor_overhead() + wsp_ggml_graph_overhead_custom(GRAPH_SIZE, false);
+    double samples[MAX_SAMPLES];
+    int nodes = 0;
+    for (int r = -1; r < reps; r++) {
+        double t0 = now_ns();
+        for (long long i = 0; i < n; i++) {
+            struct wsp_ggml_context * ctx = new_ctx(mem, true);
+            struct wsp_ggml_tensor * h = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, hidden, batch);
+            for (int l = 0; l < layers; l++) {
+                struct wsp_ggml_tensor * w = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, hidden, hidden);
+                struct wsp_ggml_tensor * bias = wsp_ggml_new_tensor_1d(ctx, WSP_GGML_TYPE_F32, hidden);
+                h = wsp_ggml_relu(ctx, wsp_ggml_add(ctx, wsp_ggml_mul_mat(ctx, w, h), bias));
+            }
+            struct wsp_ggml_cgraph * gf = wsp_ggml_new_graph_custom(ctx, GRAPH_SIZE, false);
+            wsp_ggml_build_forward_expand(gf, h);
+            nodes = wsp_ggml_graph_n_nodes(gf);
+            wsp_ggml_free(ctx);
+        }
+        double dt = now_ns() - t0;
+        if (r >= 0) samples[r] = dt / n;
+    }
+    report("graph", "build a graph", samples, reps, n, nodes);
+}
+
+// ---- compute ----------------------------------------------------------------------------------
+
+static wsp_ggml_backend_t cpu_backend(int threads) {
+    wsp_ggml_backend_t backend = wsp_ggml_backend_dev_init(wsp_ggml_backend_reg_dev_get(g_reg, 0), NULL);
+    wsp_ggml_backend_set_n_threads_t set_n_threads =
+        (wsp_ggml_backend_set_n_threads_t) wsp_ggml_backend_reg_get_proc_address(g_reg, "wsp_ggml_backend_set_n_threads");
+    if (set_n_threads) set_n_threads(backend, threads);
+    return backend;
+}
+
+static enum wsp_ggml_type type_by_name(const char * name) {
+    for (int t = 0; t < WSP_GGML_TYPE_COUNT; t++) {
+        const char * tn = wsp_ggml_type_name((enum wsp_ggml_type) t);
+        if (tn && wsp_ggml_blck_size((enum wsp_ggml_type) t) > 0 && strcmp(tn, name) == 0) return (enum wsp_ggml_type) t;
+    }
+    fprintf(stderr, "unknown type %s\n", name);
+    exit(2);
+}
+
+static void bench_matmul(void) {
+    const char * tname = param_str("type", "f32");
+    enum wsp_ggml_type type = type_by_name(tname);
+    int size = (int) param("size", 512), threads = (int) param("threads", 2);
+    int reps = clamp_reps(param("reps", 5));
+    size_t elems = (size_t) size * size;
+    size_t mem = 3 * elems * sizeof(float) + wsp_ggml_row_size(type, size) * size + 16 * wsp_ggml_tensor_overhead() + wsp_ggml_graph_overhead() + (1 << 20);
+    struct wsp_ggml_context * ctx = new_ctx(mem, false);
+    // a [size, size] of `type` (the weights), b [size, size] f32; c = a^T b, 2·size³ flops.
+    struct wsp_ggml_tensor * a = wsp_ggml_new_tensor_2d(ctx, type, size, size);
+    struct wsp_ggml_tensor * b = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, size, size);
+    uint32_t seed = 42;
+    float * af = malloc(elems * sizeof(float));
+    for (size_t i = 0; i < elems; i++) af[i] = lcg(&seed);
+    float * bf = (float *) b->data;
+    for (size_t i = 0; i < elems; i++) bf[i] = lcg(&seed);
+    if (type == WSP_GGML_TYPE_F32) memcpy(a->data, af, elems * sizeof(float));
+    else if (type == WSP_GGML_TYPE_F16) wsp_ggml_fp32_to_fp16_row(af, a->data, (int64_t) elems);
+    else wsp_ggml_wsp_quantize_chunk(type, af, a->data, 0, size, size, NULL);
+    free(af);
+    struct wsp_ggml_tensor * c = wsp_ggml_mul_mat(ctx, a, b);
+    struct wsp_ggml_cgraph * gf = wsp_ggml_new_graph(ctx);
+    wsp_ggml_build_forward_expand(gf, c);
+    wsp_ggml_backend_t backend = cpu_backend(threads);
+    double samples[MAX_SAMPLES];
+    for (int r = -1; r < reps; r++) {
+        double t0 = now_ns();
+        if (wsp_ggml_backend_graph_compute(backend, gf) != WSP_GGML_STATUS_SUCCESS) {
+            fprintf(stderr, "compute failed\n");
+            exit(2);
+        }
+        double dt = now_ns() - t0;
+        if (r >= 0) samples[r] = dt;
+    }
+    double check = 0;
+    for (int i = 0; i < 16; i++) check += ((float *) c->data)[i];
+    char label[64];
+    snprintf(label, sizeof(label), "matmul %s %d", tname, size);
+    report("matmul", label, samples, reps, 1, check);
+    wsp_ggml_backend_free(backend);
+    wsp_ggml_free(ctx);
+}
+
+// ---- data movement ----------------------------------------------------------------------------
+
+static void bench_memcpy(void) {
+    size_t bytes = (size_t) param("bytes", 64ll << 20);
+    int reps = clamp_reps(param("reps", 9));
+    unsigned char * src = malloc(bytes), * dst = malloc(bytes);
+    memset(src, 1, bytes);
+    memset(dst, 0, bytes);
+    double samples[MAX_SAMPLES];
+    for (int r = -1; r < reps; r++) {
+        src[r & 1023] = (unsigned char) r;
+        double t0 = now_ns();
+        memcpy(dst, src, bytes);
+        double dt = now_ns() - t0;
+        g_sink = dst[r & 1023];
+        if (r >= 0) samples[r] = dt;
+    }
+    report("memcpy", "memcpy 64 MiB", samples, reps, 1, 0);
+    free(src);
+    free(dst);
+}
+
+// ---- training ---------------------------------------------------------------------------------
+
+/** A normal deviate (Box–Muller) from the LCG, mapped to (0, 1). */
+static float gaussian(uint32_t * s) {
+    float u = (lcg(s) + 1.0f) / 2.0f, v = (lcg(s) + 1.0f) / 2.0f;
+    return sqrtf(-2.0f * logf(1.0f - u * 0.999f)) * cosf(6.2831853f * v);
+}
+
+static void bench_train(void) {
+    int epochs = (int) param("epochs", 4), hidden = (int) param("hidden", 64), layers = (int) param("layers", 2);
+    int batch = (int) param("batch", 32), threads = (int) param("threads", 2);
+    const int inputs = 2, classes = 3, per_class = 1000;
+    float lr = 0.005f;
+    // The demo's data: 3 spiral arms of 1000 points, 20% held out; 2400 training points.
+    int total = classes * per_class, n_test = (int) lround(total * 0.2), n_train_all = total - n_test;
+    int ndata = n_train_all / batch * batch;
+    uint32_t seed = 1;
+
+    wsp_ggml_backend_t backend = cpu_backend(threads);
+    wsp_ggml_backend_sched_t sched = wsp_ggml_backend_sched_new(&backend, NULL, 1, WSP_GGML_DEFAULT_GRAPH_SIZE, false, true);
+    struct wsp_ggml_context * ctx_static = new_ctx(16 * 512 + 4096, true);
+    struct wsp_ggml_tensor * w[16], * bias[16];
+    for (int l = 0; l <= layers; l++) {
+        int n_in = l == 0 ? inputs : hidden, n_out = l == layers ? classes : hidden;
+        w[l] = wsp_ggml_new_tensor_2d(ctx_static, WSP_GGML_TYPE_F32, n_in, n_out);
+        bias[l] = wsp_ggml_new_tensor_1d(ctx_static, WSP_GGML_TYPE_F32, n_out);
+    }
+    struct wsp_ggml_tensor * input = wsp_ggml_new_tensor_2d(ctx_static, WSP_GGML_TYPE_F32, inputs, batch);
+    wsp_ggml_set_input(input);
+    wsp_ggml_backend_buffer_t buf = wsp_ggml_backend_alloc_ctx_tensors(ctx_static, backend);
+    for (int l = 0; l <= layers; l++) {
+        int64_t nw = wsp_ggml_nelements(w[l]), nb = wsp_ggml_nelements(bias[l]);
+        float * v = malloc(sizeof(float) * nw);
+        float sd = sqrtf(2.0f / (float) w[l]->ne[0]);
+        for (int64_t i = 0; i < nw; i++) v[i] = sd * gaussian(&seed);
+        wsp_ggml_backend_tensor_set(w[l], v, 0, sizeof(float) * nw);
+        free(v);
+        wsp_ggml_backend_tensor_memset(bias[l], 0, 0, sizeof(float) * nb);
+        wsp_ggml_set_param(w[l]);
+        wsp_ggml_set_param(bias[l]);
+    }
+    size_t mem = 2048 * 512 + 4096 + 3 * wsp_ggml_graph_overhead_custom(2048, true);
+    struct wsp_ggml_context * ctx_compute = new_ctx(mem, true);
+    struct wsp_ggml_tensor * h = input;
+    for (int l = 0; l <= layers; l++) {
+        h = wsp_ggml_add(ctx_compute, wsp_ggml_mul_mat(ctx_compute, w[l], h), bias[l]);
+        if (l < layers) h = wsp_ggml_relu(ctx_compute, h);
+    }
+    wsp_ggml_set_output(h);
+
+    wsp_ggml_opt_dataset_t dataset = wsp_ggml_opt_dataset_init(WSP_GGML_TYPE_F32, WSP_GGML_TYPE_F32, inputs, classes, ndata, 1);
+    float * x = (float *) wsp_ggml_opt_dataset_data(dataset)->data;
+    float * y = (float *) wsp_ggml_opt_dataset_labels(dataset)->data;
+    for (int i = 0; i < ndata; i++) {
+        int c = i % classes;
+        float r = (float) (i / classes + 1) / (float) per_class;
+        float theta = 6.2831853f * (float) c / classes + 6.2831853f * 2 * r;
+        x[2 * i] = r * cosf(theta) + 0.02f * gaussian(&seed);
+        x[2 * i + 1] = r * sinf(theta) + 0.02f * gaussian(&seed);
+        for (int k = 0; k < classes; k++) y[classes * i + k] = k == c ? 1.0f : 0.0f;
+    }
+
+    struct wsp_ggml_opt_optimizer_params pars = wsp_ggml_opt_get_default_optimizer_params(NULL);
+    pars.adamw.alpha = lr;
+    struct wsp_ggml_opt_params params = wsp_ggml_opt_default_params(sched, WSP_GGML_OPT_LOSS_TYPE_CROSS_ENTROPY);
+    params.ctx_compute = ctx_compute;
+    params.inputs = input;
+    params.outputs = h;
+    params.optimizer = WSP_GGML_OPT_OPTIMIZER_TYPE_ADAMW;
+    params.get_opt_pars = wsp_ggml_opt_get_constant_optimizer_params;
+    params.get_opt_pars_ud = &pars;
+    wsp_ggml_opt_context_t opt = wsp_ggml_opt_init(params);
+
+    int reps = clamp_reps(epochs);
+    double samples[MAX_SAMPLES];
+    double loss = 0;
+    for (int r = -1; r < reps; r++) {
+        wsp_ggml_opt_result_t train = wsp_ggml_opt_result_init(), eval = wsp_ggml_opt_result_init();
+        double t0 = now_ns();
+        wsp_ggml_opt_epoch(opt, dataset, train, eval, ndata, NULL, NULL);
+        wsp_ggml_backend_sched_reset(sched);
+        double dt = now_ns() - t0;
+        double unc;
+        wsp_ggml_opt_result_loss(train, &loss, &unc);
+        wsp_ggml_opt_result_free(train);
+        wsp_ggml_opt_result_free(eval);
+        if (r >= 0) samples[r] = dt / (ndata / batch);
+    }
+    report("train", "one optimizer step (per epoch / steps)", samples, reps, ndata / batch, loss);
+    wsp_ggml_opt_free(opt);
+    wsp_ggml_opt_dataset_free(dataset);
+    wsp_ggml_free(ctx_compute);
+    wsp_ggml_backend_buffer_free(buf);
+    wsp_ggml_free(ctx_static);
+    wsp_ggml_backend_sched_free(sched);
+    wsp_ggml_backend_free(backend);
+}
+
+// ---- main -------------------------------------------------------------------------------------
+
+static void quiet_log(enum wsp_ggml_log_level level, const char * text, void * user) {
+    (void) user;
+    if (level >= WSP_GGML_LOG_LEVEL_WARN) fputs(text, stderr);
+}
+
+int main(int argc, char ** argv) {
+    g_argc = argc;
+    g_argv = argv;
+    if (argc < 3) {
+        fprintf(stderr, "usage: wsp-bench LIBDIR BENCH [key=value ...]\n"
+                        "  BENCH: nelements nbytes add shape graph matmul memcpy train\n");
+        return 2;
+    }
+    wsp_ggml_log_set(quiet_log, NULL);
+    wsp_ggml_backend_load_all_from_path(argv[1]);
+    g_reg = wsp_ggml_backend_reg_by_name("CPU");
+    if (!g_reg) {
+        fprintf(stderr, "no CPU backend variant in %s can run on this CPU\n", argv[1]);
+        return 2;
+    }
+#ifndef _WIN32
+    // The variant ggml's loader chose: ask the library that holds the CPU registry (as native/smoke does).
+    Dl_info info;
+    if (dladdr((const void *) g_reg, &info) && info.dli_fname) {
+        void * h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+        const char * (*variant_name)(void) = h ? (const char * (*)(void)) dlsym(h, "wsp_ggml_cpu_variant_name") : NULL;
+        if (variant_name) g_variant = variant_name();
+    }
+#endif
+    const char * b = argv[2];
+    if (strcmp(b, "nelements") == 0 || strcmp(b, "nbytes") == 0) bench_call(b);
+    else if (strcmp(b, "add") == 0) bench_add();
+    else if (strcmp(b, "shape") == 0) bench_shape();
+    else if (strcmp(b, "graph") == 0) bench_graph();
+    else if (strcmp(b, "matmul") == 0) bench_matmul();
+    else if (strcmp(b, "memcpy") == 0) bench_memcpy();
+    else if (strcmp(b, "train") == 0) bench_train();
+    else {
+        fprintf(stderr, "unknown benchmark %s\n", b);
+        return 2;
+    }
+    return 0;
+}
