@@ -15,6 +15,7 @@ import { int, member } from "./args.ts";
 import { ArgumentError, BusyError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
 import { cString } from "./ffi/mod.ts";
 import { ffi, keepAlive } from "./loader.ts";
+import { logFlush } from "./log.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
 import { cpuHandlesTypes, Graph } from "./graph.ts";
 import { Tensor } from "./tensor.ts";
@@ -330,6 +331,7 @@ export async function runAbortable(
     status = await call();
   } finally {
     signal?.removeEventListener("abort", onAbort);
+    logFlush(); // what ggml logged on the compute's threads
   }
   if (status === Status.ABORTED && signal?.aborted) throw signal.reason;
   checkStatus(what, status);

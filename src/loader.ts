@@ -296,9 +296,9 @@ export function bestCpuVariant(adapter: FfiAdapter, dir: string): string {
 
 /**
  * Runs `fn` with ggml's log routed to JS (synchronously, on this thread) and
- * returns what it logged, then restores ggml's default log.
+ * returns what it logged, then restores wsp-ggml's log routing (src/log.ts).
  */
-function capturingLogs<R>(lib: WspGgml, fn: () => R): { result: R; logs: { level: number; text: string }[] } {
+function capturingLogs<R>(lib: WspGgml, base: string, fn: () => R): { result: R; logs: { level: number; text: string }[] } {
   const logs: { level: number; text: string }[] = [];
   const cb = ffi.callback(callbacks.wsp_ggml_log_callback, ((level: number, text: number) => {
     logs.push({ level, text: ffi.readCString(text) ?? "" });
@@ -307,7 +307,8 @@ function capturingLogs<R>(lib: WspGgml, fn: () => R): { result: R; logs: { level
     lib.symbols.wsp_ggml_log_set(cb.pointer, 0);
     return { result: fn(), logs };
   } finally {
-    lib.symbols.wsp_ggml_log_set(0, 0);
+    // Back to wsp-ggml's routing (native/log.c; ggml's own default when the library predates it).
+    lib.symbols.wsp_ggml_log_set(ffi.symbolAddress(base, "wsp_js_log_dispatch"), 0);
     cb.close();
   }
 }
@@ -367,7 +368,7 @@ export function loadLibrary(options: LoadOptions = {}): Library {
     ? ffi.readCString(named.symbols.wsp_ggml_cpu_variant_name()) ?? ""
     : CPU_VARIANT.exec(cpuPath.split(/[\\/]/).pop() ?? "")?.[1] ?? "";
   const pathC = cString(cpuPath);
-  const { result: cpuReg, logs } = capturingLogs(lib, () => lib.symbols.wsp_ggml_backend_load(ffi.addressOf(pathC)));
+  const { result: cpuReg, logs } = capturingLogs(lib, location.base, () => lib.symbols.wsp_ggml_backend_load(ffi.addressOf(pathC)));
   keepAlive(pathC);
   if (cpuReg === 0) {
     throw new LibraryNotFoundError(`ggml's backend registry could not load ${cpuPath}: ${logs.map((l) => l.text.trim()).join("; ")}`, [cpuPath]);

@@ -45,6 +45,7 @@ export * from "./gguf/mod.ts";
 export { canQuantize, dequantize, quantize, type QuantizeOptions, requiresImatrix, rowSize } from "./quantize.ts";
 export { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./version.ts";
 export { type BackendInfo, systemInfo, type SystemInfo } from "./system_info.ts";
+export { abortTrace, type LogCallback, logFlush, LogLevel, type LogOptions, logSet } from "./log.ts";
 export {
   DEFAULT_GRAPH_SIZE,
   DEFAULT_N_THREADS,

@@ -1,6 +1,6 @@
 // Runs a TypeScript file in a child process of the current runtime (for tests
 // that need a fresh process: the library loads once per process).
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -8,9 +8,31 @@ import { fileURLToPath } from "node:url";
 /** The repository root. */
 export const root: string = join(dirname(fileURLToPath(import.meta.url)), "..");
 
+/** The current runtime's arguments to run `file` (TypeScript) with `argv`. */
+function runtimeArgs(file: string, argv: readonly string[]): string[] {
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  return [...(g.Bun !== undefined ? [file] : g.Deno !== undefined ? ["run", "-A", file] : ["--import", "tsx", file]), ...argv];
+}
+
 /** Runs `file` (TypeScript) with `argv` on the current runtime; returns its stdout; throws on a non-zero exit. */
 export function runTs(file: string, env: Record<string, string> = {}, argv: readonly string[] = []): string {
-  const g = globalThis as { Deno?: unknown; Bun?: unknown };
-  const args = [...(g.Bun !== undefined ? [file] : g.Deno !== undefined ? ["run", "-A", file] : ["--import", "tsx", file]), ...argv];
+  const args = runtimeArgs(file, argv);
   return execFileSync(process.execPath, args, { cwd: root, encoding: "utf8", env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/** What {@linkcode runTsResult} saw: the child's output and how it ended. */
+export interface RunResult {
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The exit code, null when a signal ended it. */
+  readonly status: number | null;
+  /** The signal that ended it, if any. */
+  readonly signal: string | null;
+}
+
+/** Runs `file` like {@linkcode runTs}, but returns stderr and the exit status instead of throwing. */
+export function runTsResult(file: string, env: Record<string, string> = {}, argv: readonly string[] = []): RunResult {
+  const args = runtimeArgs(file, argv);
+  const r = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+  return { stdout: r.stdout ?? "", stderr: r.stderr ?? "", status: r.status, signal: r.signal };
 }
