@@ -283,6 +283,12 @@ export function locateLibrary(
  * here). Throws when none can run.
  */
 export function bestCpuVariant(adapter: FfiAdapter, dir: string): string {
+  // The base library first, by the path the loader opens it with: a variant's dependency on
+  // libwsp-ggml then resolves to it (by soname) instead of to whatever the variant's run path
+  // finds first, e.g. a second copy in zig's build cache, with its own backend registry,
+  // logger and abort callback. (Left open: the library pins itself, native/pin.c.)
+  const base = join(dir, baseLibraryName());
+  if (existsSync(base)) adapter.open(base, { wsp_ggml_time_init: { args: [], result: "void" } });
   let best: { path: string; score: number } | undefined;
   for (const path of cpuVariants(dir).values()) {
     const lib = adapter.open(path, { wsp_ggml_backend_score: { args: [], result: "i32" } });

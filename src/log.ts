@@ -53,7 +53,7 @@ const natives = {
   wsp_js_log_text_offset: { args: [], result: "i32" },
   wsp_js_log_free: { args: ["pointer"], result: "void" },
   wsp_js_log_dropped: { args: [], result: "i32" },
-  wsp_js_log_test: { args: ["i32", "pointer", "pointer", "i32"], result: "i32" },
+  wsp_js_log_test: { args: ["i32", "pointer", "pointer", "i32"], result: "i32", nonblocking: true },
   wsp_js_abort_info: { args: [], result: "pointer" },
   wsp_js_abort_info_size: { args: [], result: "i32" },
 } as const;
@@ -66,7 +66,7 @@ function openNatives() {
   if (!lib.has("wsp_js_log_install")) {
     throw new ArgumentError(`${library().location.base} predates native/log.c (no wsp_js_log_install): rebuild it with npm run build`);
   }
-  return { s, levelOffset: s.wsp_js_log_level_offset(), textOffset: s.wsp_js_log_text_offset() };
+  return { s, async: lib.async, levelOffset: s.wsp_js_log_level_offset(), textOffset: s.wsp_js_log_text_offset() };
 }
 
 let opened: Natives | undefined;
@@ -150,6 +150,11 @@ export function logFlush(): void {
   if (current) drain(current.callback);
 }
 
+function testArgs(text: string, cont: string | null): [Uint8Array, Uint8Array | null] {
+  const encoder = new TextEncoder();
+  return [encoder.encode(text + "\0"), cont === null ? null : encoder.encode(cont + "\0")];
+}
+
 /**
  * @internal Test hook: logs `text` at `level` through ggml's logger, then
  * `cont` (unless null) as a `CONT` continuation (`native/log.c`), from one
@@ -157,12 +162,23 @@ export function logFlush(): void {
  * thread.
  */
 export function logTest(level: LogLevel, text: string, cont: string | null, threaded: boolean): void {
-  const encoder = new TextEncoder();
-  const t = encoder.encode(text + "\0");
-  const c = cont === null ? null : encoder.encode(cont + "\0");
+  const [t, c] = testArgs(text, cont);
   const status = logNatives().s.wsp_js_log_test(level, ffi.addressOf(t), c ? ffi.addressOf(c) : 0, threaded ? 1 : 0);
   keepAlive([t, c]);
   if (status !== 0) throw new Error("could not start a native thread");
+}
+
+/**
+ * @internal Test hook: {@linkcode logTest} as a non-blocking call, so on the
+ * thread the runtime runs those on (Deno `nonblocking`, koffi `.async`, the
+ * worker of Bun).
+ */
+export async function logTestNonblocking(level: LogLevel, text: string, cont: string | null): Promise<void> {
+  const [t, c] = testArgs(text, cont);
+  const call = logNatives().async.wsp_js_log_test;
+  if (!call) throw new Error("no non-blocking call on this runtime");
+  await call(level, ffi.addressOf(t), c ? ffi.addressOf(c) : 0, 0);
+  keepAlive([t, c]);
 }
 
 // ---------------------------------------------------------------------------------------------

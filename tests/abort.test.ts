@@ -5,6 +5,9 @@
 // process of the current runtime per case.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { abortTrace, ArgumentError } from "../mod.ts";
+import { ffi, library } from "../src/loader.ts";
+import { logNatives } from "../src/log.ts";
 import { type RunResult, runTsResult } from "./run.ts";
 
 const ASSERT = /ggml\.c:\d+: WSP_GGML_ASSERT\(type >= 0 && type < WSP_GGML_TYPE_COUNT\) failed/;
@@ -32,4 +35,27 @@ test("with tracing off: ggml's message and a hint to turn tracing on", () => {
   assert.match(r.stderr, ASSERT);
   assert.match(r.stderr, /call abortTrace\(true\) to see which JS call led here/);
   assert.doesNotMatch(r.stderr, /triggerUnguardedAbort/);
+});
+
+test("abortTrace records each native call's name and JS stack, and false restores the functions", () => {
+  const symbols = library().symbols as unknown as Record<string, unknown>;
+  const before = symbols.wsp_ggml_type_size;
+  const recorded = () => ffi.readCString(logNatives().s.wsp_js_abort_info()) ?? "";
+  function callerOfTypeSize(): void {
+    library().symbols.wsp_ggml_type_size(0);
+  }
+  abortTrace(true);
+  try {
+    assert.notEqual(symbols.wsp_ggml_type_size, before);
+    callerOfTypeSize();
+    const text = recorded();
+    assert.match(text, /^wsp_ggml_type_size\n/);
+    assert.match(text, /callerOfTypeSize/);
+    assert.doesNotMatch(text, /src\/log\.ts/, "the recorder's own frames are left out");
+  } finally {
+    abortTrace(false);
+  }
+  assert.equal(symbols.wsp_ggml_type_size, before);
+  assert.equal(recorded(), "");
+  assert.throws(() => abortTrace("yes" as never), ArgumentError);
 });

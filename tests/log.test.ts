@@ -4,7 +4,7 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { ArgumentError, loadAllFromPath, loadBackend, logFlush, LogLevel, logSet } from "../mod.ts";
-import { logTest } from "../src/log.ts";
+import { logTest, logTestNonblocking } from "../src/log.ts";
 import { runTsResult } from "./run.ts";
 
 type Entry = [LogLevel, string];
@@ -78,6 +78,14 @@ describe("logSet", () => {
     logTest(LogLevel.ERROR, "second thread\n", null, true);
     logTest(LogLevel.INFO, "js thread\n", null, false);
     assert.deepEqual(got.slice(2), [[LogLevel.ERROR, "second thread\n"], [LogLevel.INFO, "js thread\n"]]);
+  });
+
+  test("a message logged inside a non-blocking call (the runtime's own worker thread) is queued too", async () => {
+    const got = collect();
+    await logTestNonblocking(LogLevel.ERROR, "nonblocking ", "continued\n");
+    assert.deepEqual(got, []);
+    logFlush();
+    assert.deepEqual(got, [[LogLevel.ERROR, "nonblocking "], [LogLevel.ERROR, "continued\n"]]);
   });
 
   test("more than 4096 queued messages: the rest are counted in one WARN", () => {
