@@ -5,7 +5,11 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { ArgumentError, loadAllFromPath, loadBackend, logFlush, LogLevel, logSet } from "../mod.ts";
 import { logTest, logTestNonblocking } from "../src/log.ts";
-import { runTsResult } from "./run.ts";
+import { layouts } from "../src/bindings.gen.ts";
+import { cString } from "../src/ffi/mod.ts";
+import { ffi, keepAlive, library } from "../src/loader.ts";
+import { join } from "node:path";
+import { root, runTsResult } from "./run.ts";
 
 type Entry = [LogLevel, string];
 
@@ -27,6 +31,15 @@ describe("logSet", () => {
     const errors = got.filter(([l]) => l === LogLevel.ERROR);
     assert.equal(errors.length, 1, JSON.stringify(got));
     assert.match(errors[0][1], /failed to load .*nonexistent-wsp-ggml-dir/);
+  });
+
+  test("a real ggml message from gguf (raw wsp_gguf_init_from_file of a file that is not GGUF) arrives as ERROR", () => {
+    const got = collect();
+    const fname = cString(join(root, "README.md"));
+    const params = new Uint8Array(layouts.wsp_gguf_init_params.size);
+    assert.equal(library().symbols.wsp_gguf_init_from_file(ffi.addressOf(fname), ffi.addressOf(params)), 0);
+    keepAlive([fname, params]);
+    assert.ok(got.some(([l, t]) => l === LogLevel.ERROR && /invalid magic/.test(t)), JSON.stringify(got));
   });
 
   test("minLevel drops lower levels (ggml's DEBUG 'search path does not exist')", () => {
