@@ -1,0 +1,332 @@
+/**
+ * The TS side of the benchmarks: each case does the same work as its
+ * counterpart in `bench/driver.c` (same shapes, same data, same calls into
+ * libwsp-ggml), through the raw bindings (`loadLibrary().symbols`, the path
+ * every API call ends in) and through the public API. Timing: one warm-up
+ * sample, then `reps` samples of `n` iterations each, as in C; the runner
+ * takes the median.
+ *
+ * @module
+ */
+import process from "node:process";
+import { Context, graphOverheadCustom, loadLibrary, quantize, type Tensor, tensorOverhead, Type } from "../mod.ts";
+import { initContext } from "../src/runtime.ts";
+
+/** One measured figure, in the JSON shape the C driver prints. */
+export interface Sample {
+  /** The benchmark (the C driver's name for the same work). */
+  readonly bench: string;
+  /** What exactly was timed. */
+  readonly label: string;
+  /** "deno", "bun" or "node". */
+  readonly side: string;
+  /** The CPU variant the library loaded. */
+  readonly variant: string;
+  /** Iterations per sample. */
+  readonly n: number;
+  readonly reps: number;
+  /** Median of the samples, in ns per iteration. */
+  readonly median_ns: number;
+  readonly min_ns: number;
+  /** A benchmark-specific fact (node count, a checksum, the final loss). */
+  readonly extra: number;
+  readonly samples_ns: number[];
+}
+
+/** Parameters of a case (`key=value` on the command line). */
+export type Params = Record<string, string>;
+
+const side = (globalThis as { Bun?: unknown }).Bun ? "bun" : (globalThis as { Deno?: unknown }).Deno ? "deno" : "node";
+
+/** Nanoseconds from a monotonic clock (process.hrtime.bigint, on every runtime). */
+export function nowNs(): number {
+  return Number(process.hrtime.bigint());
+}
+
+/** The median of `xs`. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/**
+ * Runs `once` (which times `n` iterations itself and returns the elapsed ns)
+ * for one warm-up and `reps` samples; returns the figure.
+ */
+export function measure(bench: string, label: string, n: number, reps: number, once: () => number, extra = 0): Sample {
+  const samples: number[] = [];
+  for (let r = -1; r < reps; r++) {
+    const dt = once();
+    if (r >= 0) samples.push(dt / n);
+  }
+  return { bench, label, side, variant: loadLibrary().cpuVariant, n, reps, median_ns: median(samples), min_ns: Math.min(...samples), extra, samples_ns: samples };
+}
+
+function int(p: Params, key: string, def: number): number {
+  return p[key] === undefined ? def : Number(p[key]);
+}
+
+/** The 32-bit LCG of bench/driver.c: values in [-1, 1). */
+export function lcgFill(out: Float32Array, seed: { s: number }): Float32Array {
+  let s = seed.s >>> 0;
+  for (let i = 0; i < out.length; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = ((s >>> 8) & 0xffff) / 32768 - 1;
+  }
+  seed.s = s;
+  return out;
+}
+
+let sink = 0;
+/** The accumulated results of every loop, so that no loop can be optimised away. */
+export function sinkValue(): number {
+  return sink;
+}
+
+// ---- per-call ---------------------------------------------------------------------------------
+
+/** `wsp_ggml_nelements` / `wsp_ggml_nbytes`: the raw symbol, and the API getter (computed from the struct layout). */
+export function call(which: "nelements" | "nbytes", p: Params): Sample[] {
+  const n = int(p, "n", 1_000_000), reps = int(p, "reps", 15);
+  using ctx = new Context({ memSize: 16 * tensorOverhead() + 64 * 32 * 4 + 1024 });
+  const t = ctx.newTensor2d(Type.F32, 64, 32);
+  const s = loadLibrary().symbols;
+  const ptr = t.pointer;
+  // Each process runs one case, so `f` and `key` are fixed and the loops stay monomorphic.
+  const f = which === "nelements" ? s.wsp_ggml_nelements : s.wsp_ggml_nbytes;
+  const raw = measure(which, `raw wsp_ggml_${which}`, n, reps, () => {
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) acc += f(ptr) as number;
+    const dt = nowNs() - t0;
+    sink += acc;
+    return dt;
+  });
+  const key = which;
+  const api = measure(which, `API Tensor.${which}`, n, reps, () => {
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) acc += t[key];
+    const dt = nowNs() - t0;
+    sink += acc;
+    return dt;
+  });
+  return [raw, api];
+}
+
+const ADD_BATCH = 1000;
+
+/**
+ * A node-only op: `wsp_ggml_add` in a no_alloc context, the context reset
+ * every 1000 nodes (raw; as in C), and `ctx.add` through the API (a fresh
+ * no_alloc Context per 1000 nodes, since the API has no reset).
+ */
+export function add(p: Params): Sample[] {
+  const n = int(p, "n", 100_000), reps = int(p, "reps", 15);
+  const s = loadLibrary().symbols;
+  using src = new Context({ memSize: 4 * tensorOverhead(), noAlloc: true });
+  const a = src.newTensor2d(Type.F32, 64, 32), b = src.newTensor2d(Type.F32, 64, 32);
+  const ops = initContext(loadLibrary(), 0, (ADD_BATCH + 8) * tensorOverhead(), true);
+  const pa = a.pointer, pb = b.pointer;
+  const raw = measure("add", "raw wsp_ggml_add (no_alloc)", n, reps, () => {
+    const f = s.wsp_ggml_add, reset = s.wsp_ggml_reset;
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) {
+      if (i % ADD_BATCH === 0) reset(ops);
+      acc += f(ops, pa, pb);
+    }
+    const dt = nowNs() - t0;
+    sink += acc;
+    return dt;
+  });
+  s.wsp_ggml_free(ops);
+  const memSize = (ADD_BATCH + 8) * tensorOverhead();
+  const api = measure("add", "API ctx.add (no_alloc Context)", n, reps, () => {
+    let ctx = new Context({ memSize, noAlloc: true });
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) {
+      if (i % ADD_BATCH === 0 && i > 0) {
+        ctx.free();
+        ctx = new Context({ memSize, noAlloc: true });
+      }
+      acc += ctx.add(a, b)._off;
+    }
+    const dt = nowNs() - t0;
+    ctx.free();
+    sink += acc;
+    return dt;
+  });
+  return [raw, api];
+}
+
+/**
+ * Shape queries: the four FFI calls `wsp_ggml_nelements` + `_nrows` +
+ * `_nbytes` + `_n_dims` against the API getters that answer the same from
+ * the generated struct layout (DataView reads), and `Tensor.shape` (the
+ * four `ne`) against C's struct reads.
+ */
+export function shape(p: Params): Sample[] {
+  const n = int(p, "n", 1_000_000), reps = int(p, "reps", 15);
+  using ctx = new Context({ memSize: 4 * tensorOverhead(), noAlloc: true });
+  const t = ctx.newTensor3d(Type.F32, 64, 32, 3);
+  const s = loadLibrary().symbols;
+  const ptr = t.pointer;
+  const calls = measure("shape", "raw 4 calls (nelements+nrows+nbytes+n_dims)", n, reps, () => {
+    const ne = s.wsp_ggml_nelements, nr = s.wsp_ggml_nrows, nb = s.wsp_ggml_nbytes, nd = s.wsp_ggml_n_dims;
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) acc += (ne(ptr) as number) + (nr(ptr) as number) + (nb(ptr) as number) + nd(ptr);
+    const dt = nowNs() - t0;
+    sink += acc;
+    return dt;
+  });
+  const getters = measure("shape", "API getters (nelements+nrows+nbytes+nDims)", n, reps, () => {
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) acc += t.nelements + t.nrows + t.nbytes + t.nDims;
+    const dt = nowNs() - t0;
+    sink += acc;
+    return dt;
+  });
+  const ne = measure("shape-ne", "API Tensor.shape (4 ne from the DataView)", n, reps, () => {
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) {
+      const sh = t.shape;
+      acc += sh[0] + sh[1] + sh[2] + sh[3];
+    }
+    const dt = nowNs() - t0;
+    sink += acc;
+    return dt;
+  });
+  return [calls, getters, ne];
+}
+
+// ---- graph construction -----------------------------------------------------------------------
+
+const GRAPH_SIZE = 2048;
+
+/**
+ * A `layers`-layer MLP graph (`relu(add(mulMat(W, h), b))` per layer, 3
+ * nodes each) built from scratch per iteration: a no_alloc context, the
+ * weights, the ops, a 2048-node graph, `buildForwardExpand`, free. Through
+ * the API, and through the raw symbols.
+ */
+export function graph(p: Params): Sample[] {
+  const layers = int(p, "layers", 334), hidden = int(p, "hidden", 64), batch = int(p, "batch", 32);
+  const n = int(p, "n", 20), reps = int(p, "reps", 15);
+  const memSize = (5 * layers + 8) * tensorOverhead() + graphOverheadCustom(GRAPH_SIZE, false);
+  let nodes = 0;
+  const api = measure("graph", "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)", n, reps, () => {
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) {
+      const ctx = new Context({ memSize, noAlloc: true });
+      let h: Tensor = ctx.newTensor2d(Type.F32, hidden, batch);
+      for (let l = 0; l < layers; l++) {
+        const w = ctx.newTensor2d(Type.F32, hidden, hidden);
+        const bias = ctx.newTensor1d(Type.F32, hidden);
+        h = ctx.relu(ctx.add(ctx.mulMat(w, h), bias));
+      }
+      const gf = ctx.newGraphCustom(GRAPH_SIZE).buildForwardExpand(h);
+      nodes = gf.nNodes;
+      ctx.free();
+    }
+    return nowNs() - t0;
+  }, 0);
+  const lib = loadLibrary();
+  const s = lib.symbols;
+  let rawNodes = 0;
+  const raw = measure("graph", "raw symbols", n, reps, () => {
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) {
+      const ctx = initContext(lib, 0, memSize, true);
+      let h = s.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, batch);
+      for (let l = 0; l < layers; l++) {
+        const w = s.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, hidden);
+        const bias = s.wsp_ggml_new_tensor_1d(ctx, Type.F32, hidden);
+        h = s.wsp_ggml_relu(ctx, s.wsp_ggml_add(ctx, s.wsp_ggml_mul_mat(ctx, w, h), bias));
+      }
+      const gf = s.wsp_ggml_new_graph_custom(ctx, GRAPH_SIZE, false);
+      s.wsp_ggml_build_forward_expand(gf, h);
+      rawNodes = s.wsp_ggml_graph_n_nodes(gf);
+      s.wsp_ggml_free(ctx);
+    }
+    return nowNs() - t0;
+  });
+  return [{ ...api, extra: nodes }, { ...raw, extra: rawNodes }];
+}
+
+// ---- compute ----------------------------------------------------------------------------------
+
+const TYPES: Record<string, Type> = { f32: Type.F32, f16: Type.F16, q8_0: Type.Q8_0, q4_0: Type.Q4_0 };
+
+/**
+ * `mulMat(a, b)` with `a` [size, size] of `type` (the weights, from the
+ * LCG, converted or quantized) and `b` [size, size] f32: one
+ * `Graph.compute({ nThreads })` per sample (2·size³ flops).
+ */
+export function matmul(p: Params): Sample[] {
+  const tname = p.type ?? "f32", type = TYPES[tname];
+  if (type === undefined) throw new Error(`matmul: unknown type ${tname}`);
+  const size = int(p, "size", 512), threads = int(p, "threads", 2), reps = int(p, "reps", 5);
+  const elems = size * size;
+  using ctx = new Context({ memSize: 4 * elems * 4 + 16 * tensorOverhead() + graphOverheadCustom(2048, false) + (1 << 20) });
+  const a = ctx.newTensor2d(type, size, size), b = ctx.newTensor2d(Type.F32, size, size);
+  const seed = { s: 42 };
+  const af = lcgFill(new Float32Array(elems), seed);
+  b.set(lcgFill(new Float32Array(elems), seed));
+  if (type === Type.F32 || type === Type.F16) a.set(af);
+  else a.set(quantize(type, af, { nPerRow: size }));
+  const c = ctx.mulMat(a, b);
+  const gf = ctx.newGraph().buildForwardExpand(c);
+  const out = c.view(Float32Array);
+  let check = 0;
+  const r = measure("matmul", `matmul ${tname} ${size}`, 1, reps, () => {
+    const t0 = nowNs();
+    gf.compute({ nThreads: threads });
+    return nowNs() - t0;
+  });
+  for (let i = 0; i < 16; i++) check += out[i];
+  return [{ ...r, extra: check }];
+}
+
+// ---- data movement ----------------------------------------------------------------------------
+
+/**
+ * 64 MiB in and out of an f32 tensor: `set` (copy from a JS array),
+ * `get` (a fresh copy), and `view` (the zero-copy typed array over the data).
+ */
+export function data(p: Params): Sample[] {
+  const bytes = int(p, "bytes", 64 << 20), reps = int(p, "reps", 9);
+  const elems = bytes / 4;
+  using ctx = new Context({ memSize: bytes + 4 * tensorOverhead() + 4096 });
+  const t = ctx.newTensor1d(Type.F32, elems);
+  const src = new Float32Array(elems).fill(1);
+  t.set(src); // touch the pages once, as C's memset does
+  const set = measure("data-set", "Tensor.set 64 MiB", 1, reps, () => {
+    src[0] = Math.random();
+    const t0 = nowNs();
+    t.set(src);
+    return nowNs() - t0;
+  });
+  const get = measure("data-get", "Tensor.get 64 MiB (new array)", 1, reps, () => {
+    const t0 = nowNs();
+    const v = t.get(Float32Array);
+    const dt = nowNs() - t0;
+    sink += v[v.length - 1];
+    return dt;
+  });
+  const n = 100_000;
+  const view = measure("data-view", "Tensor.view (zero-copy)", n, reps, () => {
+    let acc = 0;
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) acc += t.view(Float32Array).length;
+    const dt = nowNs() - t0;
+    sink += acc;
+    return dt;
+  });
+  return [set, get, view];
+}

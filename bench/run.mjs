@@ -1,0 +1,377 @@
+#!/usr/bin/env node
+// The benchmark runner (`npm run bench`, `deno task bench`): builds the C driver, sets up the
+// ggml-python peer, runs every benchmark on C, Deno, Bun, Node and ggml-python (interleaved, so that
+// noise from other load hits every side alike), takes medians, and writes bench/RESULTS.md and
+// bench/results.json with every figure as a ratio against its reference measured in the same run.
+//
+//   node bench/run.mjs [--quick] [--no-build] [--no-peer] [--runs N]
+//
+// --quick: fewer samples and runs, sizes 512 and 1024 only (about 2 minutes).
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const argv = process.argv.slice(2);
+const quick = argv.includes("--quick");
+const runsArg = argv.indexOf("--runs");
+const RUNS = runsArg >= 0 ? Number(argv[runsArg + 1]) : quick ? 1 : 3;
+const bin = (name) => join(root, "node_modules", ".bin", name);
+const VENV = join(root, ".bench-venv");
+const PY = join(VENV, "bin", "python");
+const PEER_VERSION = "0.0.45";
+const started = Date.now();
+
+function log(msg) {
+  process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${msg}\n`);
+}
+
+/** A command's stdout (trimmed), or null when it fails. */
+function capture(cmd, args, opts = {}) {
+  try {
+    return execFileSync(cmd, args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], ...opts }).trim();
+  } catch {
+    return null;
+  }
+}
+
+// ---- setup --------------------------------------------------------------------------------------
+
+/** bench/setup: the C driver (zig build bench) and the peer's venv (pip install ggml-python). */
+function setup() {
+  if (!argv.includes("--no-build")) {
+    log("building the C driver: node scripts/zig.mjs build bench");
+    const r = spawnSync(process.execPath, ["scripts/zig.mjs", "build", "bench"], { cwd: root, stdio: "inherit" });
+    if (r.status !== 0) throw new Error("zig build bench failed");
+  }
+  const peer = { ok: false, why: "", version: "" };
+  if (argv.includes("--no-peer")) {
+    peer.why = "skipped (--no-peer)";
+    return peer;
+  }
+  const probe = () => capture(PY, ["-c", "import ggml.ggml, importlib.metadata as m; print(m.version('ggml-python'))"]);
+  let version = existsSync(PY) ? probe() : null;
+  if (version !== PEER_VERSION) {
+    log(`setting up the peer: python3 -m venv .bench-venv && pip install ggml-python==${PEER_VERSION} (builds ggml with cmake when no wheel fits)`);
+    const steps = [
+      ["python3", ["-m", "venv", VENV]],
+      [join(VENV, "bin", "pip"), ["install", "--quiet", `ggml-python==${PEER_VERSION}`]],
+    ];
+    for (const [cmd, args] of steps) {
+      const r = spawnSync(cmd, args, { cwd: root, encoding: "utf8" });
+      if (r.status !== 0) {
+        peer.why = `\`${[cmd.replace(root + "/", ""), ...args.map((a) => a.replace(root + "/", ""))].join(" ")}\` failed (exit ${r.status}): ${(r.stderr || r.error?.message || "").trim().split("\n").slice(-6).join(" / ")}`;
+        return peer;
+      }
+    }
+    version = probe();
+  }
+  if (version !== PEER_VERSION) {
+    peer.why = `ggml-python ${PEER_VERSION} is installed but does not import: ${capture(PY, ["-c", "import ggml.ggml"]) ?? "import failed"}`;
+    return peer;
+  }
+  return { ok: true, why: "", version };
+}
+
+// ---- machine ------------------------------------------------------------------------------------
+
+/** CPU model, cores, SIMD summary, clock, and the estimated f32 peak (formula in RESULTS.md). */
+function machine() {
+  const lscpu = capture("lscpu", []) ?? "";
+  const field = (k) => (lscpu.match(new RegExp(`^${k}:\\s*(.+)$`, "m")) ?? [])[1]?.trim() ?? "?";
+  const info = existsSync("/proc/cpuinfo") ? readFileSync("/proc/cpuinfo", "utf8") : "";
+  const flags = new Set((info.match(/^flags\s*:\s*(.+)$/m) ?? [, ""])[1].split(/\s+/));
+  const mhz = [...info.matchAll(/^cpu MHz\s*:\s*([\d.]+)/gm)].map((m) => Number(m[1]));
+  const meanMhz = mhz.length ? mhz.reduce((a, b) => a + b, 0) / mhz.length : cpus()[0]?.speed ?? 0;
+  const cores = Number(field("CPU\\(s\\)")) || cpus().length;
+  const vendor = field("Vendor ID"), family = Number(field("CPU family"));
+  // f32 lanes × FMA units × 2 flops. AVX-512 doubles the width only where the core has 512-bit FMA
+  // units: Intel server cores (2 × 512-bit); AMD Zen 4 (family 25) executes AVX-512 on its two
+  // 256-bit units, so it counts as AVX2; Zen 5 (family 26) has 512-bit units.
+  let simd, lanes, units = 2;
+  const wide512 = flags.has("avx512f") && (vendor === "GenuineIntel" || family >= 26);
+  if (wide512) [simd, lanes] = ["AVX-512 FMA (512-bit units)", 16];
+  else if (flags.has("fma") && flags.has("avx2")) [simd, lanes] = [flags.has("avx512f") ? "AVX2 FMA width (AVX-512 on 256-bit units)" : "AVX2 FMA", 8];
+  else if (flags.has("avx")) [simd, lanes, units] = ["AVX (mul + add, no FMA)", 8, 1];
+  else if (flags.has("asimd") || process.arch === "arm64") [simd, lanes] = ["NEON FMA", 4];
+  else [simd, lanes, units] = ["SSE (mul + add)", 4, 1];
+  const flopsPerCycle = lanes * units * 2;
+  const summary = ["sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "asimd"].filter((f) => flags.has(f));
+  return {
+    model: field("Model name"), vendor, family, cores, mhz: Math.round(meanMhz), flags: summary,
+    simd, flopsPerCycle, peakGflops: (cores * meanMhz * 1e6 * flopsPerCycle) / 1e9,
+  };
+}
+
+function versions(peer) {
+  const first = (s) => (s ?? "?").split("\n")[0];
+  return {
+    node: process.version,
+    deno: first(capture(bin("deno"), ["--version"])),
+    bun: first(capture(bin("bun"), ["--version"])),
+    python: first(capture(existsSync(PY) ? PY : "python3", ["--version"])),
+    "ggml-python": peer.ok ? peer.version : `not available: ${peer.why}`,
+    zig: first(capture(process.execPath, ["scripts/zig.mjs", "version"])),
+  };
+}
+
+// ---- the plan -----------------------------------------------------------------------------------
+
+const SIDES = {
+  c: (b, p) => [join(root, "zig-out", "bin", "wsp-bench"), [join(root, "zig-out", "lib"), b, ...p]],
+  deno: (b, p) => [bin("deno"), ["run", "-A", "bench/main.ts", b, ...p]],
+  bun: (b, p) => [bin("bun"), ["bench/main.ts", b, ...p]],
+  node: (b, p) => [process.execPath, ["--import", "tsx", "bench/main.ts", b, ...p]],
+  "ggml-python": (b, p) => [PY, ["bench/peer_ggml_python.py", b, ...p]],
+};
+const TS = ["deno", "bun", "node"];
+const PEER = ["ggml-python"];
+
+/** Benchmarks: name, params, which sides run it, how many runs. The driver names `data` `memcpy`. */
+function plan(peerOk) {
+  const q = quick;
+  const peer = peerOk ? PEER : [];
+  const jobs = [
+    { bench: "nelements", params: [`n=${q ? 200000 : 1000000}`, `reps=${q ? 7 : 15}`], sides: ["c", ...TS], py: [`n=${q ? 50000 : 200000}`, `reps=${q ? 5 : 11}`] },
+    { bench: "nbytes", params: [`n=${q ? 200000 : 1000000}`, `reps=${q ? 7 : 15}`], sides: ["c", ...TS], py: [`n=${q ? 50000 : 200000}`, `reps=${q ? 5 : 11}`] },
+    { bench: "add", params: [`n=${q ? 20000 : 100000}`, `reps=${q ? 7 : 15}`], sides: ["c", ...TS], py: [`n=${q ? 10000 : 50000}`, `reps=${q ? 5 : 11}`] },
+    { bench: "shape", params: [`n=${q ? 200000 : 1000000}`, `reps=${q ? 7 : 15}`], sides: ["c", ...TS], py: [`n=${q ? 50000 : 200000}`, `reps=${q ? 5 : 11}`] },
+    { bench: "graph", params: ["layers=334", `n=${q ? 5 : 20}`, `reps=${q ? 5 : 11}`], sides: ["c", ...TS], py: ["layers=334", `n=${q ? 2 : 5}`, `reps=${q ? 3 : 7}`] },
+  ];
+  for (const j of jobs) j.sides.push(...peer);
+  for (const size of q ? [512, 1024] : [512, 1024, 2048]) {
+    for (const type of ["f32", "f16", "q8_0", "q4_0"]) {
+      const reps = size >= 2048 ? 3 : q ? 3 : 5;
+      jobs.push({ bench: "matmul", params: [`type=${type}`, `size=${size}`, "threads=2", `reps=${reps}`], sides: ["c", ...TS, ...peer], runs: size >= 2048 ? 1 : Math.min(RUNS, 2) });
+    }
+  }
+  jobs.push({ bench: "data", cBench: "memcpy", params: [`reps=${q ? 5 : 9}`], sides: ["c", ...TS] });
+  jobs.push({ bench: "train", params: [`epochs=${q ? 2 : 4}`, "threads=2"], sides: ["c", ...TS], runs: q ? 1 : 2 });
+  return jobs;
+}
+
+function runOne(side, job) {
+  const params = side === "ggml-python" && job.py ? job.py : job.params;
+  const [cmd, args] = SIDES[side](side === "c" && job.cBench ? job.cBench : job.bench, params);
+  const r = spawnSync(cmd, args, { cwd: root, encoding: "utf8", maxBuffer: 64 << 20, env: { ...process.env, NODE_NO_WARNINGS: "1" } });
+  if (r.status !== 0) {
+    log(`FAILED ${side} ${job.bench} ${params.join(" ")}: ${(r.stderr || r.error?.message || "").trim().split("\n").slice(-3).join(" / ")}`);
+    return [];
+  }
+  return r.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Runs every job `runs` times, sides interleaved; returns figures keyed by side|bench|label with the median of the run medians. */
+function runAll(jobs) {
+  const figures = new Map();
+  for (const job of jobs) {
+    const runs = job.runs ?? RUNS;
+    log(`${job.bench} ${job.params.join(" ")} × ${runs} on ${job.sides.join(", ")}`);
+    for (let r = 0; r < runs; r++) {
+      for (const side of job.sides) {
+        for (const s of runOne(side, job)) {
+          const key = `${side}|${s.bench}|${s.label}`;
+          const f = figures.get(key) ?? { ...s, side, runs: [] };
+          f.runs.push(s.median_ns);
+          f.extra = s.extra;
+          f.variant = s.variant;
+          figures.set(key, f);
+        }
+      }
+    }
+  }
+  for (const f of figures.values()) f.median_ns = median(f.runs);
+  return figures;
+}
+
+// ---- report -------------------------------------------------------------------------------------
+
+function fmtNs(ns) {
+  if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  if (ns >= 1e3) return `${(ns / 1e3).toFixed(2)} µs`;
+  return `${ns.toFixed(ns < 10 ? 2 : 1)} ns`;
+}
+const ratio = (x, ref) => (x && ref ? (x / ref).toFixed(2) : "—");
+
+function report(figures, mach, vers, peer, seconds) {
+  const all = [...figures.values()];
+  const find = (side, bench, labelPart = "") => all.find((f) => f.side === side && f.bench === bench && f.label.includes(labelPart));
+  const lines = [];
+  const targets = [];
+  const out = (s = "") => lines.push(s);
+
+  // Per-call.
+  const perCall = [];
+  for (const bench of ["nelements", "nbytes", "add"]) {
+    const c = find("c", bench);
+    const py = find("ggml-python", bench);
+    for (const side of TS) {
+      for (const kind of ["raw", "API"]) {
+        const f = find(side, bench, kind);
+        if (!f) continue;
+        perCall.push({ bench, side, kind, label: f.label, ns: f.median_ns, c: c?.median_ns, py: py?.median_ns, overhead: c ? f.median_ns - c.median_ns : undefined });
+      }
+    }
+  }
+  const shapeRows = [];
+  for (const side of TS) {
+    const cCalls = find("c", "shape"), cNe = find("c", "shape-ne"), py = find("ggml-python", "shape"), pyNe = find("ggml-python", "shape-ne");
+    const raw = find(side, "shape", "raw"), api = find(side, "shape", "API"), ne = find(side, "shape-ne");
+    if (raw) shapeRows.push({ side, label: raw.label, ns: raw.median_ns, c: cCalls?.median_ns, cLabel: "C: the same 4 calls", py: py?.median_ns });
+    if (api) shapeRows.push({ side, label: api.label, ns: api.median_ns, c: cCalls?.median_ns, cLabel: "C: the same 4 calls", py: py?.median_ns, vsRaw: raw?.median_ns });
+    if (ne) shapeRows.push({ side, label: ne.label, ns: ne.median_ns, c: cNe?.median_ns, cLabel: "C: ne[0..3] struct reads", py: pyNe?.median_ns });
+  }
+  const graphRows = [];
+  const cGraph = find("c", "graph"), pyGraph = find("ggml-python", "graph");
+  for (const side of TS) for (const kind of ["API", "raw"]) {
+    const f = find(side, "graph", kind);
+    if (f) graphRows.push({ side, kind, label: f.label, ns: f.median_ns, c: cGraph?.median_ns, py: pyGraph?.median_ns, nodes: f.extra });
+  }
+  const mmRows = [];
+  for (const f of all.filter((x) => x.bench === "matmul" && x.side === "c")) {
+    const [, type, size] = f.label.split(" ");
+    const flops = 2 * Number(size) ** 3;
+    const row = { type, size: Number(size), c: f.median_ns, cGflops: flops / f.median_ns, sides: {} };
+    for (const side of [...TS, ...PEER]) {
+      const g = find(side, "matmul", f.label);
+      if (g) row.sides[side] = { ns: g.median_ns, gflops: flops / g.median_ns, sameResult: Math.abs(g.extra - f.extra) <= 1e-3 * Math.max(1, Math.abs(f.extra)) };
+    }
+    mmRows.push(row);
+  }
+  const memcpy = find("c", "memcpy");
+  const cTrain = find("c", "train");
+
+  // Targets.
+  const tsMm = mmRows.flatMap((r) => TS.filter((s) => r.sides[s]).map((s) => r.sides[s].ns / r.c));
+  const worstMm = tsMm.length ? Math.max(...tsMm) : NaN;
+  const medianMm = tsMm.length ? median(tsMm) : NaN;
+  targets.push(["Compute within 3% of C (matmul, binding / C)", `median ${medianMm.toFixed(3)}, worst ${worstMm.toFixed(3)} over ${tsMm.length} figures`, medianMm <= 1.03 ? (worstMm <= 1.03 ? "met" : "met at the median; not every figure") : "not met"]);
+  const gApi = graphRows.filter((r) => r.kind === "API").map((r) => r.ns / r.c);
+  targets.push(["Graph construction within 2× of C (API)", gApi.map((x, i) => `${TS[i]} ${x.toFixed(2)}×`).join(", "), gApi.length && gApi.every((x) => x <= 2) ? "met" : "not met"]);
+  const rawOver = perCall.filter((r) => r.kind === "raw" && r.bench !== "add" && (r.side === "deno" || r.side === "bun"));
+  targets.push(["Per-call overhead under 15 ns on Deno and Bun (raw nelements/nbytes, minus C's call)", rawOver.map((r) => `${r.side} ${r.bench} +${r.overhead.toFixed(1)} ns`).join(", "), rawOver.length && rawOver.every((r) => r.overhead < 15) ? "met" : rawOver.some((r) => r.overhead < 15) ? "met on " + [...new Set(rawOver.filter((r) => r.overhead < 15).map((r) => r.side))].join(", ") + " only" : "not met"]);
+  if (peer.ok) {
+    const vsPy = [];
+    for (const r of perCall.filter((x) => x.kind === "raw")) if (r.py) vsPy.push([`${r.side} ${r.bench}`, r.ns / r.py]);
+    for (const r of graphRows.filter((x) => x.kind === "API")) if (r.py) vsPy.push([`${r.side} graph`, r.ns / r.py]);
+    for (const r of mmRows) for (const s of TS) if (r.sides[s] && r.sides["ggml-python"]) vsPy.push([`${s} matmul ${r.type} ${r.size}`, r.sides[s].ns / r.sides["ggml-python"].ns]);
+    const behind = vsPy.filter(([, x]) => x > 1);
+    targets.push(["Every figure ahead of ggml-python (time ratio < 1)", `${vsPy.length - behind.length} of ${vsPy.length} ahead` + (behind.length ? `; behind: ${behind.map(([k, x]) => `${k} ${x.toFixed(2)}×`).join(", ")}` : ""), behind.length === 0 ? "met" : "not met"]);
+  } else {
+    targets.push(["Every figure ahead of ggml-python", `no peer: ${peer.why}`, "not measured"]);
+  }
+
+  out("# bench/RESULTS.md");
+  out();
+  out(`Generated by \`node bench/run.mjs${quick ? " --quick" : ""}\` (\`npm run bench\`, \`deno task bench\`) on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC in ${Math.round(seconds)} s.`);
+  out();
+  out("> **Noise:** this run shared a 2-core machine with other jobs, so absolute figures carry noise;");
+  out("> every ratio below compares figures taken in the same run, sides interleaved, medians of medians.");
+  out("> Re-run on an idle machine for publication figures.");
+  out();
+  out("## Machine and runtimes");
+  out();
+  out(`- CPU: ${mach.model} (${mach.vendor}, family ${mach.family}), ${mach.cores} cores, ${mach.mhz} MHz (/proc/cpuinfo)`);
+  out(`- SIMD flags: ${mach.flags.join(" ")}`);
+  out(`- CPU variant loaded by both the TS loader and the C driver: ${[...new Set(all.filter((f) => f.side !== "ggml-python").map((f) => f.variant))].join(", ")}`);
+  for (const [k, v] of Object.entries(vers)) out(`- ${k}: ${v}`);
+  out();
+  out(`Estimated peak (f32): cores × clock × f32 lanes × FMA units × 2 = ${mach.cores} × ${(mach.mhz / 1000).toFixed(3)} GHz × ${mach.flopsPerCycle} FLOP/cycle = **${mach.peakGflops.toFixed(1)} GFLOP/s** (${mach.simd}: ${mach.flopsPerCycle / 2} f32 FMA per cycle per core). It is an upper bound for f32; the f16/q8_0/q4_0 kernels convert or dot integers, so their fraction of this peak measures the kernel, not the binding.`);
+  out();
+  out("## Targets (issue 8)");
+  out();
+  out("| target | measured | verdict |");
+  out("|---|---|---|");
+  for (const [t, m, v] of targets) out(`| ${t} | ${m} | **${v}** |`);
+  out();
+  out("## (a) Per-call overhead");
+  out();
+  out("One call per iteration in a loop of n; ns per iteration. *raw* is the generated binding as the library calls it (`loadLibrary().symbols`, through the runtime's adapter: Deno `Deno.dlopen`, Bun `bun:ffi`, Node koffi); *API* is the public API: `Tensor.nelements` / `Tensor.nbytes` are computed in JS from the struct layout (no FFI call), `ctx.add` checks its operands, measures the op in the scratch context, then creates it (a fresh no_alloc `Context` per 1000 nodes, the API has no reset). C: the same loop in bench/driver.c (wsp_ggml_add with a reset every 1000 nodes).");
+  out();
+  out("| benchmark | runtime | what | time | C | ratio to C | overhead vs C | ggml-python | ratio to ggml-python |");
+  out("|---|---|---|---|---|---|---|---|---|");
+  for (const r of perCall) out(`| ${r.bench} | ${r.side} | ${r.label} | ${fmtNs(r.ns)} | ${r.c ? fmtNs(r.c) : "—"} | ${ratio(r.ns, r.c)} | ${r.overhead !== undefined ? (r.overhead >= 0 ? "+" : "") + r.overhead.toFixed(1) + " ns" : "—"} | ${r.py ? fmtNs(r.py) : "—"} | ${ratio(r.ns, r.py)} |`);
+  out();
+  out("## (b) Shape queries: struct layout vs FFI calls");
+  out();
+  out("| runtime | what | time | reference (C) | ratio to C | vs the FFI calls | ggml-python | ratio to ggml-python |");
+  out("|---|---|---|---|---|---|---|---|");
+  for (const r of shapeRows) out(`| ${r.side} | ${r.label} | ${fmtNs(r.ns)} | ${r.cLabel} ${r.c ? fmtNs(r.c) : "—"} | ${ratio(r.ns, r.c)} | ${r.vsRaw ? ratio(r.ns, r.vsRaw) : "—"} | ${r.py ? fmtNs(r.py) : "—"} | ${ratio(r.ns, r.py)} |`);
+  out();
+  out("## (c) Graph construction");
+  out();
+  out(`A 334-layer MLP (\`relu(add(mulMat(W, h), b))\` per layer): ${cGraph?.extra ?? "?"} nodes, built from nothing per iteration (no_alloc context, 669 tensors, the ops, a 2048-node graph, buildForwardExpand, free).`);
+  out();
+  out("| runtime | path | time per graph | C | ratio to C | ggml-python | ratio to ggml-python |");
+  out("|---|---|---|---|---|---|---|");
+  for (const r of graphRows) out(`| ${r.side} | ${r.label} | ${fmtNs(r.ns)} | ${r.c ? fmtNs(r.c) : "—"} | ${ratio(r.ns, r.c)} | ${r.py ? fmtNs(r.py) : "—"} | ${ratio(r.ns, r.py)} |`);
+  if (pyGraph) out(`| ggml-python | ctypes | ${fmtNs(pyGraph.median_ns)} | ${cGraph ? fmtNs(cGraph.median_ns) : "—"} | ${ratio(pyGraph.median_ns, cGraph?.median_ns)} | | |`);
+  out();
+  out("## (d) Compute: matmul, nThreads = 2");
+  out();
+  out("`a` [n, n] of the type (weights from a fixed LCG, converted or quantized), `b` [n, n] f32, `mulMat(a, b)`, one `graph.compute` per sample (the CPU backend's `graph_compute`); 2n³ flops. Every side computes the same numbers (the checksum of 16 outputs agrees: ✓). ggml-python carries its own, newer ggml build, so its column compares builds as well as bindings.");
+  out();
+  out(`| type | n | C | C GFLOP/s | % of peak | ${TS.map((s) => `${s} / C`).join(" | ")} | ggml-python | ggml-python GFLOP/s | ${TS.map((s) => `${s} / ggml-python`).join(" | ")} |`);
+  out(`|---|---|---|---|---|${TS.map(() => "---|").join("")}---|---|${TS.map(() => "---|").join("")}`);
+  for (const r of mmRows) {
+    const py = r.sides["ggml-python"];
+    const ts = TS.map((s) => (r.sides[s] ? `${(r.sides[s].ns / r.c).toFixed(3)}${r.sides[s].sameResult ? " ✓" : " ✗"}` : "—")).join(" | ");
+    const tsPy = TS.map((s) => (r.sides[s] && py ? (r.sides[s].ns / py.ns).toFixed(2) : "—")).join(" | ");
+    out(`| ${r.type} | ${r.size} | ${fmtNs(r.c)} | ${r.cGflops.toFixed(1)} | ${((100 * r.cGflops) / mach.peakGflops).toFixed(0)}% | ${ts} | ${py ? `${fmtNs(py.ns)}${py.sameResult ? " ✓" : " ✗"}` : "—"} | ${py ? py.gflops.toFixed(1) : "—"} | ${tsPy} |`);
+  }
+  out();
+  out("## (e) Data movement: 64 MiB");
+  out();
+  out("| runtime | what | time | GB/s | C memcpy | ratio to memcpy |");
+  out("|---|---|---|---|---|---|");
+  for (const side of TS) for (const bench of ["data-set", "data-get", "data-view"]) {
+    const f = find(side, bench);
+    if (!f) continue;
+    const view = bench === "data-view";
+    out(`| ${side} | ${f.label} | ${fmtNs(f.median_ns)} | ${view ? "—" : ((64 << 20) / f.median_ns).toFixed(1)} | ${memcpy ? fmtNs(memcpy.median_ns) : "—"} | ${view ? `${(f.median_ns / (memcpy?.median_ns ?? NaN)).toExponential(1)} (zero-copy)` : ratio(f.median_ns, memcpy?.median_ns)} |`);
+  }
+  out();
+  out("`set` copies from a JS Float32Array into the tensor (in the context's pool); `get` allocates a new array and copies into it (so it pays page faults a preallocated memcpy does not); `view` builds the typed array over the data (no copy).");
+  out();
+  out("## (f) Training the demo model");
+  out();
+  out("examples/demo's MLP (2 → 64 → 64 → 3, relu), spirals (2400 training points), batch 32, ggml-opt AdamW (lr 0.005) with cross-entropy on the CPU backend through the scheduler, 2 threads; one `epoch` (75 optimizer steps) per sample, no progress callback on either side.");
+  out();
+  out("| runtime | time per step | steps/s | C steps/s | ratio to C (time) |");
+  out("|---|---|---|---|---|");
+  if (cTrain) out(`| C | ${fmtNs(cTrain.median_ns)} | ${(1e9 / cTrain.median_ns).toFixed(0)} | | 1.00 |`);
+  for (const side of TS) {
+    const f = find(side, "train");
+    if (f) out(`| ${side} | ${fmtNs(f.median_ns)} | ${(1e9 / f.median_ns).toFixed(0)} | ${cTrain ? (1e9 / cTrain.median_ns).toFixed(0) : "—"} | ${ratio(f.median_ns, cTrain?.median_ns)} |`);
+  }
+  out();
+  if (!peer.ok) {
+    out("## The peer");
+    out();
+    out(`ggml-python ${PEER_VERSION} could not be used: ${peer.why}`);
+    out();
+  }
+  out("Raw figures (every run's median, samples, params): bench/results.json.");
+  return { text: lines.join("\n") + "\n", targets };
+}
+
+// ---- main ---------------------------------------------------------------------------------------
+
+const peer = setup();
+const mach = machine();
+const vers = versions(peer);
+const figures = runAll(plan(peer.ok));
+const seconds = (Date.now() - started) / 1000;
+const { text, targets } = report(figures, mach, vers, peer, seconds);
+writeFileSync(join(root, "bench", "RESULTS.md"), text);
+writeFileSync(join(root, "bench", "results.json"), JSON.stringify({ quick, runs: RUNS, seconds, machine: mach, versions: vers, peer, targets, figures: [...figures.values()] }, null, 1) + "\n");
+log(`wrote bench/RESULTS.md and bench/results.json in ${seconds.toFixed(0)} s`);
+for (const [t, m, v] of targets) log(`${v.toUpperCase()}: ${t}: ${m}`);

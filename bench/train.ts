@@ -1,0 +1,55 @@
+/**
+ * Training throughput of the demo model (examples/demo/: an MLP on spirals,
+ * ggml-opt AdamW with cross-entropy on the CPU backend through the
+ * scheduler), set up as `examples/demo/train.ts` does, without the progress
+ * callback (the C driver has none either). One sample per epoch, in ns per
+ * optimizer step.
+ *
+ * @module
+ */
+import { allocCtxTensors, Backend, Context, graphOverheadCustom, OptContext, OptDataset, OptLossType, OptResult, Sched, Type } from "../mod.ts";
+import { spirals } from "../examples/demo/data.ts";
+import { createWeights, forward, type Hyper, initWeights, metaSize } from "../examples/demo/model.ts";
+import { measure, nowNs, type Params, type Sample } from "./cases.ts";
+
+/** `epochs` epochs of the demo's training (defaults: the demo's model, batch 32, lr 0.005, 2 threads). */
+export function train(p: Params): Sample[] {
+  const num = (k: string, d: number) => (p[k] === undefined ? d : Number(p[k]));
+  const hp: Hyper = { inputs: 2, hidden: num("hidden", 64), layers: num("layers", 2), classes: 3 };
+  const epochs = num("epochs", 4), batch = num("batch", 32), threads = num("threads", 2);
+  const data = spirals({ classes: hp.classes, seed: 1 }).train;
+  const backend = Backend.cpu({ nThreads: threads });
+  const sched = new Sched({ backends: [backend] });
+  const ctxStatic = new Context({ memSize: metaSize(16), noAlloc: true });
+  const weights = createWeights(ctxStatic, hp);
+  const input = ctxStatic.newTensor2d(Type.F32, hp.inputs, batch).setName("input").setInput();
+  const buf = allocCtxTensors(ctxStatic, backend)!;
+  initWeights(weights, 1);
+  for (const t of weights.values()) t.setParam();
+  const ctxCompute = new Context({ memSize: metaSize(2048) + 3 * graphOverheadCustom(2048, true), noAlloc: true });
+  const logits = forward(ctxCompute, weights, hp, input).setOutput();
+  const nTrain = Math.floor(data.n / batch) * batch;
+  const dataset = new OptDataset({ neDatapoint: hp.inputs, neLabel: hp.classes, ndata: nTrain })
+    .setData(data.x.subarray(0, nTrain * hp.inputs))
+    .setLabels(data.onehot.subarray(0, nTrain * hp.classes));
+  const opt = new OptContext({ sched, ctxCompute, inputs: input, outputs: logits, loss: OptLossType.CROSS_ENTROPY, optimizer: { type: "adamw", alpha: 0.005 } });
+  const steps = nTrain / batch;
+  let loss = 0;
+  const r = measure("train", "one optimizer step (per epoch / steps)", steps, epochs, () => {
+    const result = new OptResult();
+    const t0 = nowNs();
+    opt.epoch(dataset, { resultTrain: result });
+    const dt = nowNs() - t0;
+    loss = result.loss.value;
+    result.free();
+    return dt;
+  });
+  opt.free();
+  dataset.free();
+  ctxCompute.free();
+  sched.free();
+  buf.free();
+  ctxStatic.free();
+  backend.free();
+  return [{ ...r, extra: loss }];
+}
