@@ -21,8 +21,8 @@
  * @module
  */
 import { callbacks, LogLevel } from "./bindings.gen.ts";
-import { ArgumentError } from "./errors.ts";
-import { ffi, keepAlive, library } from "./loader.ts";
+import { ArgumentError, LibraryNotFoundError } from "./errors.ts";
+import { BUILD_COMMAND, ffi, keepAlive, library } from "./loader.ts";
 import type { NativeCallback } from "./ffi/types.ts";
 
 export { LogLevel };
@@ -61,10 +61,11 @@ const natives = {
 type Natives = ReturnType<typeof openNatives>;
 
 function openNatives() {
-  const lib = ffi.open(library().location.base, natives);
+  const base = library().location.base;
+  const lib = ffi.open(base, natives);
   const s = lib.symbols;
   if (!lib.has("wsp_js_log_install")) {
-    throw new ArgumentError(`${library().location.base} predates native/log.c (no wsp_js_log_install): rebuild it with npm run build`);
+    throw new LibraryNotFoundError(`${base} predates wsp-ggml's log routing (no wsp_js_log_install): rebuild it with ${BUILD_COMMAND}`, [base]);
   }
   return { s, async: lib.async, levelOffset: s.wsp_js_log_level_offset(), textOffset: s.wsp_js_log_text_offset() };
 }
@@ -217,6 +218,7 @@ function recorder(): (name: string) => void {
  * microseconds a call): a debugging aid.
  *
  * @param enabled true to record each call, false to stop (and clear the record)
+ * @throws {ArgumentError} for a value that is not a boolean
  */
 export function abortTrace(enabled: boolean): void {
   if (typeof enabled !== "boolean") throw new ArgumentError("abortTrace: expected a boolean");
