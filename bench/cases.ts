@@ -51,15 +51,16 @@ export function median(xs: readonly number[]): number {
 }
 
 /**
- * Runs `once` (which times `n` iterations itself and returns the elapsed ns)
- * for one warm-up and `reps` samples; returns the figure.
+ * Runs `once(n)` (which times `n` iterations itself and returns the elapsed
+ * ns) for one warm-up and `reps` samples; returns the figure. When the
+ * warm-up takes longer than `budgetNs`, the samples use fewer iterations
+ * (the figure is per iteration, so only its noise changes).
  */
-export function measure(bench: string, label: string, n: number, reps: number, once: () => number, extra = 0): Sample {
+export function measure(bench: string, label: string, n: number, reps: number, once: (n: number) => number, extra = 0, budgetNs = 25e6): Sample {
+  const warm = once(n);
+  if (warm > budgetNs && n > 1) n = Math.max(1, Math.round((n * budgetNs) / warm));
   const samples: number[] = [];
-  for (let r = -1; r < reps; r++) {
-    const dt = once();
-    if (r >= 0) samples.push(dt / n);
-  }
+  for (let r = 0; r < reps; r++) samples.push(once(n) / n);
   return { bench, label, side, variant: loadLibrary().cpuVariant, n, reps, median_ns: median(samples), min_ns: Math.min(...samples), extra, samples_ns: samples };
 }
 
@@ -95,7 +96,7 @@ export function call(which: "nelements" | "nbytes", p: Params): Sample[] {
   const ptr = t.pointer;
   // Each process runs one case, so `f` and `key` are fixed and the loops stay monomorphic.
   const f = which === "nelements" ? s.wsp_ggml_nelements : s.wsp_ggml_nbytes;
-  const raw = measure(which, `raw wsp_ggml_${which}`, n, reps, () => {
+  const raw = measure(which, `raw wsp_ggml_${which}`, n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
     for (let i = 0; i < n; i++) acc += f(ptr) as number;
@@ -104,7 +105,7 @@ export function call(which: "nelements" | "nbytes", p: Params): Sample[] {
     return dt;
   });
   const key = which;
-  const api = measure(which, `API Tensor.${which}`, n, reps, () => {
+  const api = measure(which, `API Tensor.${which}`, n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
     for (let i = 0; i < n; i++) acc += t[key];
@@ -129,7 +130,7 @@ export function add(p: Params): Sample[] {
   const a = src.newTensor2d(Type.F32, 64, 32), b = src.newTensor2d(Type.F32, 64, 32);
   const ops = initContext(loadLibrary(), 0, (ADD_BATCH + 8) * tensorOverhead(), true);
   const pa = a.pointer, pb = b.pointer;
-  const raw = measure("add", "raw wsp_ggml_add (no_alloc)", n, reps, () => {
+  const raw = measure("add", "raw wsp_ggml_add (no_alloc)", n, reps, (n) => {
     const f = s.wsp_ggml_add, reset = s.wsp_ggml_reset;
     let acc = 0;
     const t0 = nowNs();
@@ -143,7 +144,7 @@ export function add(p: Params): Sample[] {
   });
   s.wsp_ggml_free(ops);
   const memSize = (ADD_BATCH + 8) * tensorOverhead();
-  const api = measure("add", "API ctx.add (no_alloc Context)", n, reps, () => {
+  const api = measure("add", "API ctx.add (no_alloc Context)", n, reps, (n) => {
     let ctx = new Context({ memSize, noAlloc: true });
     let acc = 0;
     const t0 = nowNs();
@@ -174,7 +175,7 @@ export function shape(p: Params): Sample[] {
   const t = ctx.newTensor3d(Type.F32, 64, 32, 3);
   const s = loadLibrary().symbols;
   const ptr = t.pointer;
-  const calls = measure("shape", "raw 4 calls (nelements+nrows+nbytes+n_dims)", n, reps, () => {
+  const calls = measure("shape", "raw 4 calls (nelements+nrows+nbytes+n_dims)", n, reps, (n) => {
     const ne = s.wsp_ggml_nelements, nr = s.wsp_ggml_nrows, nb = s.wsp_ggml_nbytes, nd = s.wsp_ggml_n_dims;
     let acc = 0;
     const t0 = nowNs();
@@ -183,7 +184,7 @@ export function shape(p: Params): Sample[] {
     sink += acc;
     return dt;
   });
-  const getters = measure("shape", "API getters (nelements+nrows+nbytes+nDims)", n, reps, () => {
+  const getters = measure("shape", "API getters (nelements+nrows+nbytes+nDims)", n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
     for (let i = 0; i < n; i++) acc += t.nelements + t.nrows + t.nbytes + t.nDims;
@@ -191,7 +192,7 @@ export function shape(p: Params): Sample[] {
     sink += acc;
     return dt;
   });
-  const ne = measure("shape-ne", "API Tensor.shape (4 ne from the DataView)", n, reps, () => {
+  const ne = measure("shape-ne", "API Tensor.shape (4 ne from the DataView)", n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
     for (let i = 0; i < n; i++) {
@@ -220,7 +221,7 @@ export function graph(p: Params): Sample[] {
   const n = int(p, "n", 20), reps = int(p, "reps", 15);
   const memSize = (5 * layers + 8) * tensorOverhead() + graphOverheadCustom(GRAPH_SIZE, false);
   let nodes = 0;
-  const api = measure("graph", "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)", n, reps, () => {
+  const api = measure("graph", "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)", n, reps, (n) => {
     const t0 = nowNs();
     for (let i = 0; i < n; i++) {
       const ctx = new Context({ memSize, noAlloc: true });
@@ -235,11 +236,11 @@ export function graph(p: Params): Sample[] {
       ctx.free();
     }
     return nowNs() - t0;
-  }, 0);
+  }, 0, 100e6);
   const lib = loadLibrary();
   const s = lib.symbols;
   let rawNodes = 0;
-  const raw = measure("graph", "raw symbols", n, reps, () => {
+  const raw = measure("graph", "raw symbols", n, reps, (n) => {
     const t0 = nowNs();
     for (let i = 0; i < n; i++) {
       const ctx = initContext(lib, 0, memSize, true);
@@ -255,7 +256,7 @@ export function graph(p: Params): Sample[] {
       s.wsp_ggml_free(ctx);
     }
     return nowNs() - t0;
-  });
+  }, 0, 100e6);
   return [{ ...api, extra: nodes }, { ...raw, extra: rawNodes }];
 }
 
@@ -320,7 +321,7 @@ export function data(p: Params): Sample[] {
     return dt;
   });
   const n = 100_000;
-  const view = measure("data-view", "Tensor.view (zero-copy)", n, reps, () => {
+  const view = measure("data-view", "Tensor.view (zero-copy)", n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
     for (let i = 0; i < n; i++) acc += t.view(Float32Array).length;

@@ -30,13 +30,13 @@ def median(xs):
     return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
 
 
-def measure(bench, label, n, reps, once, extra=0):
-    """One warm-up, then `reps` samples of `once()` (elapsed ns of n iterations) / n."""
-    samples = []
-    for r in range(-1, reps):
-        dt = once()
-        if r >= 0:
-            samples.append(dt / n)
+def measure(bench, label, n, reps, once, extra=0, budget_ns=25e6):
+    """One warm-up, then `reps` samples of `once(n)` (elapsed ns of n iterations) / n; fewer
+    iterations per sample when the warm-up exceeds `budget_ns` (as bench/cases.ts does)."""
+    warm = once(n)
+    if warm > budget_ns and n > 1:
+        n = max(1, round(n * budget_ns / warm))
+    samples = [once(n) / n for _ in range(reps)]
     print(json.dumps({"bench": bench, "label": label, "side": "ggml-python", "variant": "ggml-python", "n": n,
                       "reps": reps, "median_ns": median(samples), "min_ns": min(samples), "extra": extra,
                       "samples_ns": samples}))
@@ -52,7 +52,7 @@ def call(which):
     t = g.ggml_new_tensor_2d(ctx, g.GGML_TYPE_F32, 64, 32)
     f = g.ggml_nelements if which == "nelements" else g.ggml_nbytes
 
-    def once():
+    def once(n=n):
         acc = 0
         t0 = time.perf_counter_ns()
         for _ in range(n):
@@ -72,7 +72,7 @@ def add():
     b = g.ggml_new_tensor_2d(src, g.GGML_TYPE_F32, 64, 32)
     f, reset = g.ggml_add, g.ggml_reset
 
-    def once():
+    def once(n=n):
         t0 = time.perf_counter_ns()
         for i in range(n):
             if i % batch == 0:
@@ -91,14 +91,14 @@ def shape():
     t = g.ggml_new_tensor_3d(ctx, g.GGML_TYPE_F32, 64, 32, 3)
     ne, nr, nb, nd = g.ggml_nelements, g.ggml_nrows, g.ggml_nbytes, g.ggml_n_dims
 
-    def calls():
+    def calls(n=n):
         acc = 0
         t0 = time.perf_counter_ns()
         for _ in range(n):
             acc += ne(t) + nr(t) + nb(t) + nd(t)
         return time.perf_counter_ns() - t0
 
-    def reads():
+    def reads(n=n):
         acc = 0
         t0 = time.perf_counter_ns()
         for _ in range(n):
@@ -118,7 +118,7 @@ def graph():
     mem = (5 * layers + 8) * g.ggml_tensor_overhead() + g.ggml_graph_overhead_custom(size, False)
     nodes = [0]
 
-    def once():
+    def once(n=n):
         t0 = time.perf_counter_ns()
         for _ in range(n):
             ctx = new_ctx(mem, True)
@@ -183,7 +183,7 @@ def matmul():
     backend = g.ggml_backend_cpu_init()
     g.ggml_backend_cpu_set_n_threads(backend, threads)
 
-    def once():
+    def once(n=n):
         t0 = time.perf_counter_ns()
         g.ggml_backend_graph_compute(backend, gf)
         return time.perf_counter_ns() - t0

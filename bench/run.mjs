@@ -114,6 +114,7 @@ function versions(peer) {
     python: first(capture(existsSync(PY) ? PY : "python3", ["--version"])),
     "ggml-python": peer.ok ? peer.version : `not available: ${peer.why}`,
     zig: first(capture(process.execPath, ["scripts/zig.mjs", "version"])),
+    "wsp-ggml commit": `${first(capture("git", ["rev-parse", "--short", "HEAD"]))}${capture("git", ["status", "--porcelain", "src", "native", "build.zig"]) ? " (with uncommitted changes under src/, native/ or build.zig)" : ""}`,
   };
 }
 
