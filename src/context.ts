@@ -18,7 +18,7 @@ import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
 import { type Operand, Ops } from "./ops.gen.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
-import { Tensor } from "./tensor.ts";
+import { nbytesOf, Tensor } from "./tensor.ts";
 
 /** Options of {@linkcode Context}. */
 export interface ContextOptions {
@@ -80,6 +80,67 @@ export function graphOverhead(): number {
   return Number(runtime().lib.symbols.wsp_ggml_graph_overhead());
 }
 
+/**
+ * The most objects one op may create. Every op of ggml.c creates one
+ * tensor, a few composite ones (conv, top-k, …) a handful; the measured
+ * maximum is tested against this bound (`tests/ops.test.ts`).
+ */
+export const MAX_OP_OBJECTS = 64;
+
+/** @internal The largest number of objects a measured op created (for the bound's test). */
+export const opStats = { maxObjects: 0 };
+
+// struct wsp_ggml_object (ggml.c, not a public header): offs, size, next, type. Its size
+// (tensorOverhead() minus the tensor struct) is checked by tests/api.test.ts.
+const OBJ_OFFS = 0, OBJ_SIZE = 8, OBJ_NEXT = 16, OBJ_TYPE = 24;
+const OBJECT_TYPE_TENSOR = 0;
+const T = layouts.wsp_ggml_tensor.fields;
+
+/**
+ * Runs `call` in the scratch context (`no_alloc`) and measures what it
+ * created by walking ggml's object list in the pool (the scratch pool is JS
+ * memory), then resets the scratch. `withData` adds the data, padded as
+ * ggml pads it, of each tensor that is not a view.
+ */
+function measureInScratch(op: string, call: (ctx: number) => number, withData: boolean): { bytes: number; objects: number } {
+  const rt = runtime();
+  const { ptr, view: v, base } = rt.scratch;
+  // The scratch was reset: the first object, if any, will be written at offset 0.
+  v.setBigUint64(OBJ_OFFS, 0n, true);
+  try {
+    if (call(ptr) === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
+    let bytes = 0, objects = 0;
+    if (v.getBigUint64(OBJ_OFFS, true) === 0n) return { bytes, objects };
+    for (let o = 0;;) {
+      objects++;
+      const offs = Number(v.getBigUint64(o + OBJ_OFFS, true));
+      bytes = offs + Number(v.getBigUint64(o + OBJ_SIZE, true));
+      if (withData && v.getInt32(o + OBJ_TYPE, true) === OBJECT_TYPE_TENSOR && v.getBigUint64(offs + T.view_src.offset, true) === 0n) {
+        bytes += pad(nbytesAt(v, offs), MEM_ALIGN);
+      }
+      const next = Number(v.getBigUint64(o + OBJ_NEXT, true));
+      if (next === 0) break;
+      o = next - base;
+    }
+    // Objects are laid out back to back: the last one's end is the bytes used (wsp_ggml_used_mem).
+    return { bytes, objects };
+  } finally {
+    rt.lib.symbols.wsp_ggml_reset(ptr);
+  }
+}
+
+/** `wsp_ggml_nbytes` of the tensor struct at `at` in `v`. */
+function nbytesAt(v: DataView, at: number): number {
+  const traits = runtime().types.get(v.getInt32(at + T.type.offset, true));
+  if (!traits) return 0;
+  const ne: number[] = [], nb: number[] = [];
+  for (let i = 0; i < MAX_DIMS; i++) {
+    ne.push(Number(v.getBigInt64(at + T.ne.offset + 8 * i, true)));
+    nb.push(Number(v.getBigUint64(at + T.nb.offset + 8 * i, true)));
+  }
+  return nbytesOf(ne, nb, traits);
+}
+
 function detach(buffer: ArrayBuffer): void {
   const b = buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
   if (typeof b.transfer === "function") b.transfer(0);
@@ -107,7 +168,6 @@ const finalizer = new FinalizationRegistry<State>((state) => {
   release(state, false);
 });
 
-const VIEW_SRC = layouts.wsp_ggml_tensor.fields.view_src.offset;
 const pad = (n: number, align: number) => Math.ceil(n / align) * align;
 
 /**
@@ -260,8 +320,12 @@ export class Context extends Ops {
 
   /** @internal The tensor object for a tensor of this context or one it refers to. */
   _resolve(ptr: number): Tensor {
-    for (const c of this._reachable()) if (c._contains(ptr)) return c._wrap(ptr);
-    for (const c of this._reachable()) c._pool("tensor");
+    if (this._contains(ptr)) return this._wrap(ptr); // the common case, without building the reachable set
+    // A pointer into a freed context's pool is a use after free even when a newer context's pool took that memory.
+    const reachable = this._reachable();
+    for (const c of reachable) if (c.#state.ptr === 0 && ptr >= c.#base && ptr < c.#base + c.#state.memSize) c._pool("tensor");
+    for (const c of reachable) if (c._contains(ptr)) return c._wrap(ptr);
+    for (const c of reachable) c._pool("tensor");
     throw new UseAfterFreeError(`tensor 0x${ptr.toString(16)} belongs to no live context`);
   }
 
@@ -286,31 +350,24 @@ export class Context extends Ops {
   }
 
   /**
-   * @internal Runs an op that creates objects in the pool: first in the
-   * scratch context to measure what it creates, then here if it fits.
+   * @internal Runs an op that creates objects in the pool, never letting
+   * ggml abort on a full pool. In a `noAlloc` context every object an op
+   * creates is a tensor header of {@linkcode tensorOverhead} bytes, and no op
+   * creates more than {@linkcode MAX_OP_OBJECTS}: with that much room the op
+   * runs directly. Otherwise it runs first in the scratch context, whose
+   * objects are measured in JS (headers, and the data a tensor that is not a
+   * view would take), and then here if it fits.
    */
   protected override _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor {
     const rt = runtime();
-    const s = rt.lib.symbols;
-    const scratch = rt.scratch;
-    let needed: number;
-    try {
-      const r = call(scratch.ptr);
-      if (r === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
-      needed = Number(s.wsp_ggml_used_mem(scratch.ptr));
-      if (!this.#noAlloc) {
-        for (let t = s.wsp_ggml_get_first_tensor(scratch.ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(scratch.ptr, t)) {
-          const o = t - scratch.base;
-          if (scratch.view.getBigUint64(o + VIEW_SRC, true) !== 0n) continue; // a view: no data of its own
-          needed += pad(Number(s.wsp_ggml_nbytes(t)), MEM_ALIGN);
-        }
-      }
-    } finally {
-      s.wsp_ggml_reset(scratch.ptr);
+    const free = this.#state.memSize - this.usedMem;
+    if (!this.#noAlloc || free < MAX_OP_OBJECTS * (rt.objectSize + rt.tensorSize)) {
+      const { bytes, objects } = measureInScratch(op, call, !this.#noAlloc);
+      if (objects > opStats.maxObjects) opStats.maxObjects = objects;
+      if (bytes > free) throw new ContextOutOfMemoryError(op, bytes, free);
     }
-    const used = this.usedMem;
-    if (used + needed > this.#state.memSize) throw new ContextOutOfMemoryError(op, needed, this.#state.memSize - used);
     const ptr = call(this.#state.ptr);
+    if (ptr === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     for (const t of operands) if (t) this._depend(t.context);
     return this._wrap(ptr);
   }

@@ -22,6 +22,19 @@ function i64At(view: DataView, at: number): number {
   return view.getUint32(at, true) + view.getInt32(at + 4, true) * 2 ** 32;
 }
 
+/**
+ * @internal `wsp_ggml_nbytes` in JS: the bytes spanned by a tensor of shape
+ * `ne`, strides `nb` and a type of `blckSize` / `typeSize` (0 when any
+ * dimension is empty).
+ */
+export function nbytesOf(ne: readonly number[], nb: readonly number[], traits: { blckSize: number; typeSize: number }): number {
+  if (ne.some((n) => n <= 0)) return 0;
+  const { blckSize, typeSize } = traits;
+  let bytes = blckSize === 1 ? typeSize : (ne[0] * nb[0]) / blckSize;
+  for (let i = blckSize === 1 ? 0 : 1; i < MAX_DIMS; i++) bytes += (ne[i] - 1) * nb[i];
+  return bytes;
+}
+
 /** The typed array that holds a tensor's elements in JS. */
 export type TensorData =
   | Float32Array
@@ -162,12 +175,7 @@ export class Tensor {
 
   /** Bytes spanned by the data (`wsp_ggml_nbytes`). */
   get nbytes(): number {
-    const ne = this.shape, nb = this.strides;
-    if (ne.some((n) => n <= 0)) return 0;
-    const { blckSize, typeSize } = this.traits;
-    let bytes = blckSize === 1 ? typeSize : (ne[0] * nb[0]) / blckSize;
-    for (let i = blckSize === 1 ? 0 : 1; i < MAX_DIMS; i++) bytes += (ne[i] - 1) * nb[i];
-    return bytes;
+    return nbytesOf(this.shape, this.strides, this.traits);
   }
 
   /** The operation that produces this tensor (`Op.NONE` for a leaf). */

@@ -150,6 +150,20 @@ describe("Context", () => {
     assert.throws(() => graphOverheadCustom(-1), ArgumentError);
   });
 
+  test("an op's measured size is exact: it fits a pool of exactly that size, not one MEM_ALIGN smaller", () => {
+    const build = (memSize: number) => {
+      using ctx = new Context({ memSize });
+      const a = ctx.newTensor2d(Type.F32, 7, 5), b = ctx.newTensor2d(Type.F32, 7, 3);
+      const before = ctx.usedMem;
+      ctx.transpose(ctx.mulMat(a, b)); // a tensor with data (5 × 3 f32, padded to 64 bytes) and a view
+      return { before, after: ctx.usedMem };
+    };
+    const { before, after } = build(1 << 16);
+    assert.equal(after - before, 2 * tensorOverhead() + 64);
+    assert.equal(build(after).after, after);
+    assert.throws(() => build(after - MEM_ALIGN), ContextOutOfMemoryError);
+  });
+
   test("free is idempotent and `using` frees", () => {
     const ctx = new Context({ memSize: MiB });
     ctx.free();

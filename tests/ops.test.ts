@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Context, OpPool, SortOrder, type Tensor, Type } from "../mod.ts";
+import { MAX_OP_OBJECTS, opStats } from "../src/context.ts";
 
 interface FixtureTensor {
   readonly ne: number[];
@@ -133,4 +134,10 @@ describe(`ops against numpy ${fixture.numpy} (${fixture.cases.length} cases, ${o
       }
     });
   }
+});
+
+test("no op creates more objects than the noAlloc fast path allows (MAX_OP_OBJECTS)", () => {
+  // Every op above ran in an allocating context, so each was measured in the scratch context first.
+  assert.ok(opStats.maxObjects >= 1, "ops were measured");
+  assert.ok(opStats.maxObjects * 4 <= MAX_OP_OBJECTS, `an op created ${opStats.maxObjects} objects; the bound ${MAX_OP_OBJECTS} keeps a 4× margin`);
 });
