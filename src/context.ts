@@ -94,6 +94,8 @@ export const opStats = { maxObjects: 0 };
 // (tensorOverhead() minus the tensor struct) is checked by tests/api.test.ts.
 const OBJ_OFFS = 0, OBJ_SIZE = 8, OBJ_NEXT = 16, OBJ_TYPE = 24;
 const OBJECT_TYPE_TENSOR = 0;
+/** A little-endian u64 below 2^53 (pool offsets and sizes, addresses) without a bigint. */
+const u64 = (v: DataView, at: number) => v.getUint32(at, true) + v.getUint32(at + 4, true) * 2 ** 32;
 const T = layouts.wsp_ggml_tensor.fields;
 
 /**
@@ -106,19 +108,20 @@ function measureInScratch(op: string, call: (ctx: number) => number, withData: b
   const rt = runtime();
   const { ptr, view: v, base } = rt.scratch;
   // The scratch was reset: the first object, if any, will be written at offset 0.
-  v.setBigUint64(OBJ_OFFS, 0n, true);
+  v.setUint32(OBJ_OFFS, 0, true);
+  v.setUint32(OBJ_OFFS + 4, 0, true);
   try {
     if (call(ptr) === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     let bytes = 0, objects = 0;
-    if (v.getBigUint64(OBJ_OFFS, true) === 0n) return { bytes, objects };
+    if (u64(v, OBJ_OFFS) === 0) return { bytes, objects };
     for (let o = 0;;) {
       objects++;
-      const offs = Number(v.getBigUint64(o + OBJ_OFFS, true));
-      bytes = offs + Number(v.getBigUint64(o + OBJ_SIZE, true));
-      if (withData && v.getInt32(o + OBJ_TYPE, true) === OBJECT_TYPE_TENSOR && v.getBigUint64(offs + T.view_src.offset, true) === 0n) {
+      const offs = u64(v, o + OBJ_OFFS);
+      bytes = offs + u64(v, o + OBJ_SIZE);
+      if (withData && v.getInt32(o + OBJ_TYPE, true) === OBJECT_TYPE_TENSOR && u64(v, offs + T.view_src.offset) === 0) {
         bytes += pad(nbytesAt(v, offs), MEM_ALIGN);
       }
-      const next = Number(v.getBigUint64(o + OBJ_NEXT, true));
+      const next = u64(v, o + OBJ_NEXT);
       if (next === 0) break;
       o = next - base;
     }
@@ -191,6 +194,7 @@ export class Context extends Ops {
   readonly #tensors = new Map<number, Tensor>();
   readonly #deps = new Set<Context>();
   #holds = 0;
+  #lastObject = -1;
 
   /**
    * Creates a context (`wsp_ggml_init`), loading the library on first use.
@@ -245,7 +249,17 @@ export class Context extends Ops {
 
   /** Bytes of the pool in use (`wsp_ggml_used_mem`). */
   get usedMem(): number {
-    return Number(runtime().lib.symbols.wsp_ggml_used_mem(this._ptr));
+    // wsp_ggml_used_mem, read from the pool (JS memory) instead of a call: objects are only
+    // appended (this API never resets a context), so the walk resumes at the last one seen.
+    const v = this._pool("usedMem");
+    let o = this.#lastObject;
+    if (o < 0) {
+      if (u64(v, OBJ_OFFS) === 0) return 0; // a fresh pool is zeroed: no object yet
+      o = 0;
+    }
+    for (let next = u64(v, o + OBJ_NEXT); next !== 0; next = u64(v, o + OBJ_NEXT)) o = next - this.#base;
+    this.#lastObject = o;
+    return u64(v, o + OBJ_OFFS) + u64(v, o + OBJ_SIZE);
   }
 
   /** Whether tensors are created without data. */

@@ -133,6 +133,26 @@ describe("Context", () => {
     assert.equal(ctx.freed, true);
   });
 
+  test("usedMem (read from the pool) equals wsp_ggml_used_mem after tensors, ops, views, graphs and a backward pass", () => {
+    const s = loadLibrary().symbols;
+    for (const noAlloc of [false, true]) {
+      using ctx = new Context({ memSize: 4 * MiB, noAlloc });
+      const same = () => assert.equal(ctx.usedMem, Number(s.wsp_ggml_used_mem(ctx.pointer)), `noAlloc ${noAlloc}`);
+      same();
+      const a = ctx.newTensor2d(Type.F32, 6, 4).setParam();
+      same();
+      const b = ctx.newTensor2d(Type.F32, 6, 3);
+      const loss = ctx.sum(ctx.mulMat(ctx.view2d(a, 6, 2, a.strides[1], 0), b)).setLoss();
+      same();
+      const g = ctx.newGraphCustom(64, true).buildForwardExpand(loss);
+      same();
+      g.buildBackwardExpand();
+      same();
+      s.wsp_ggml_new_tensor_1d(ctx.pointer, Type.I32, 5); // created by C behind the API's back
+      same();
+    }
+  });
+
   test("tensorOverhead / graphOverheadCustom size a noAlloc pool exactly", () => {
     // ggml_object (offs, size, next: 8 bytes each; type: 4; padding: 4) + the tensor struct.
     assert.equal(tensorOverhead(), 32 + layouts.wsp_ggml_tensor.size);
