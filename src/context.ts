@@ -95,7 +95,8 @@ export const opStats = { maxObjects: 0 };
 const OBJ_OFFS = 0, OBJ_SIZE = 8, OBJ_NEXT = 16, OBJ_TYPE = 24;
 const OBJECT_TYPE_TENSOR = 0;
 /** A little-endian u64 below 2^53 (pool offsets and sizes, addresses) without a bigint. */
-const u64 = (v: DataView, at: number) => v.getUint32(at, true) + v.getUint32(at + 4, true) * 2 ** 32;
+const u64 = (w: Int32Array, at: number) => (w[at >> 2] >>> 0) + (w[(at >> 2) + 1] >>> 0) * 4294967296;
+let scratchWords: Int32Array | undefined;
 const T = layouts.wsp_ggml_tensor.fields;
 
 /**
@@ -106,10 +107,10 @@ const T = layouts.wsp_ggml_tensor.fields;
  */
 function measureInScratch(op: string, call: (ctx: number) => number, withData: boolean): { bytes: number; objects: number } {
   const rt = runtime();
-  const { ptr, view: v, base } = rt.scratch;
+  const { ptr, view, base } = rt.scratch;
+  const v = scratchWords ??= new Int32Array(view.buffer, view.byteOffset, view.byteLength >> 2);
   // The scratch was reset: the first object, if any, will be written at offset 0.
-  v.setUint32(OBJ_OFFS, 0, true);
-  v.setUint32(OBJ_OFFS + 4, 0, true);
+  v[OBJ_OFFS >> 2] = v[(OBJ_OFFS >> 2) + 1] = 0;
   try {
     if (call(ptr) === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     let bytes = 0, objects = 0;
@@ -118,7 +119,7 @@ function measureInScratch(op: string, call: (ctx: number) => number, withData: b
       objects++;
       const offs = u64(v, o + OBJ_OFFS);
       bytes = offs + u64(v, o + OBJ_SIZE);
-      if (withData && v.getInt32(o + OBJ_TYPE, true) === OBJECT_TYPE_TENSOR && u64(v, offs + T.view_src.offset) === 0) {
+      if (withData && v[(o + OBJ_TYPE) >> 2] === OBJECT_TYPE_TENSOR && u64(v, offs + T.view_src.offset) === 0) {
         bytes += pad(nbytesAt(v, offs), MEM_ALIGN);
       }
       const next = u64(v, o + OBJ_NEXT);
@@ -132,14 +133,14 @@ function measureInScratch(op: string, call: (ctx: number) => number, withData: b
   }
 }
 
-/** `wsp_ggml_nbytes` of the tensor struct at `at` in `v`. */
-function nbytesAt(v: DataView, at: number): number {
-  const traits = runtime().types.get(v.getInt32(at + T.type.offset, true));
+/** `wsp_ggml_nbytes` of the tensor struct at byte `at` of the words `v`. */
+function nbytesAt(v: Int32Array, at: number): number {
+  const traits = runtime().types.get(v[(at + T.type.offset) >> 2]);
   if (!traits) return 0;
   const ne: number[] = [], nb: number[] = [];
   for (let i = 0; i < MAX_DIMS; i++) {
-    ne.push(Number(v.getBigInt64(at + T.ne.offset + 8 * i, true)));
-    nb.push(Number(v.getBigUint64(at + T.nb.offset + 8 * i, true)));
+    ne.push(u64(v, at + T.ne.offset + 8 * i)); // ne < 0 never reaches here: ggml asserts, checks refuse it first
+    nb.push(u64(v, at + T.nb.offset + 8 * i));
   }
   return nbytesOf(ne, nb, traits);
 }
@@ -189,6 +190,7 @@ const pad = (n: number, align: number) => Math.ceil(n / align) * align;
 export class Context extends Ops {
   readonly #state: State;
   #view: DataView;
+  #words: Int32Array;
   readonly #base: number;
   readonly #noAlloc: boolean;
   readonly #tensors = new Map<number, Tensor>();
@@ -218,6 +220,8 @@ export class Context extends Ops {
     if (ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_init failed");
     this.#state = { ptr, buffer: pool.buffer, memSize };
     this.#view = pool.view;
+    // Tensor fields are read as 32-bit words: typed-array reads are several times faster than DataView's on Bun.
+    this.#words = new Int32Array(pool.buffer, pool.view.byteOffset, memSize >> 2);
     this.#base = pool.base;
     this.#noAlloc = noAlloc;
     stats.contexts++;
@@ -251,7 +255,7 @@ export class Context extends Ops {
   get usedMem(): number {
     // wsp_ggml_used_mem, read from the pool (JS memory) instead of a call: objects are only
     // appended (this API never resets a context), so the walk resumes at the last one seen.
-    const v = this._pool("usedMem");
+    const v = this._words("usedMem");
     let o = this.#lastObject;
     if (o < 0) {
       if (u64(v, OBJ_OFFS) === 0) return 0; // a fresh pool is zeroed: no object yet
@@ -282,6 +286,7 @@ export class Context extends Ops {
     this.#deps.clear();
     release(this.#state, true);
     this.#view = new DataView(new ArrayBuffer(0));
+    this.#words = new Int32Array(0);
   }
 
   /** Frees the context (`using ctx = new Context(…)`). */
@@ -303,6 +308,12 @@ export class Context extends Ops {
   _pool(what: string): DataView {
     if (this.#state.ptr === 0) throw new UseAfterFreeError(`${what}: its context was freed`);
     return this.#view;
+  }
+
+  /** @internal The pool as little-endian 32-bit words, or {@linkcode UseAfterFreeError} once freed. */
+  _words(what: string): Int32Array {
+    if (this.#state.ptr === 0) throw new UseAfterFreeError(`${what}: its context was freed`);
+    return this.#words;
   }
 
   /** @internal Whether `ptr` points into this context's pool. */

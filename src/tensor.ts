@@ -17,9 +17,10 @@ const NE = F.ne.offset, NB = F.nb.offset;
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-/** Reads a little-endian 64-bit integer as a number (exact below 2^53). */
-function i64At(view: DataView, at: number): number {
-  return view.getUint32(at, true) + view.getInt32(at + 4, true) * 2 ** 32;
+/** Reads the little-endian 64-bit integer at byte `at` of 32-bit `words` as a number (exact below 2^53). */
+function i64At(words: Int32Array, at: number): number {
+  const i = at >> 2;
+  return (words[i] >>> 0) + words[i + 1] * 4294967296;
 }
 
 /**
@@ -114,6 +115,10 @@ export class Tensor {
     return this.context._pool("tensor");
   }
 
+  #words(): Int32Array {
+    return this.context._words("tensor");
+  }
+
   /** The native address of the `struct wsp_ggml_tensor` (for raw bindings; valid while the context lives). */
   get pointer(): number {
     this.#view();
@@ -122,7 +127,7 @@ export class Tensor {
 
   /** The element type (`Type`). */
   get type(): Type {
-    return this.#view().getInt32(this._off + F.type.offset, true) as Type;
+    return this.#words()[(this._off + F.type.offset) >> 2] as Type;
   }
 
   /** The traits of {@linkcode type}. */
@@ -132,26 +137,26 @@ export class Tensor {
 
   /** Elements per dimension, innermost first (ggml's `ne`; always 4 entries). */
   get shape(): [number, number, number, number] {
-    const v = this.#view(), o = this._off + NE;
+    const v = this.#words(), o = this._off + NE;
     return [i64At(v, o), i64At(v, o + 8), i64At(v, o + 16), i64At(v, o + 24)];
   }
 
   /** Stride in bytes per dimension (ggml's `nb`; always 4 entries). */
   get strides(): [number, number, number, number] {
-    const v = this.#view(), o = this._off + NB;
+    const v = this.#words(), o = this._off + NB;
     return [i64At(v, o), i64At(v, o + 8), i64At(v, o + 16), i64At(v, o + 24)];
   }
 
   /** Elements in dimension `i` (`ne[i]`). */
   ne(i: number): number {
     if (!Number.isInteger(i) || i < 0 || i >= MAX_DIMS) throw new BoundsError(`dimension ${i} is not in 0..${MAX_DIMS - 1}`);
-    return i64At(this.#view(), this._off + NE + 8 * i);
+    return i64At(this.#words(), this._off + NE + 8 * i);
   }
 
   /** Stride in bytes of dimension `i` (`nb[i]`). */
   nb(i: number): number {
     if (!Number.isInteger(i) || i < 0 || i >= MAX_DIMS) throw new BoundsError(`dimension ${i} is not in 0..${MAX_DIMS - 1}`);
-    return i64At(this.#view(), this._off + NB + 8 * i);
+    return i64At(this.#words(), this._off + NB + 8 * i);
   }
 
   /** Number of dimensions, trailing 1s left out (at least 1; `wsp_ggml_n_dims`). */
@@ -180,31 +185,31 @@ export class Tensor {
 
   /** The operation that produces this tensor (`Op.NONE` for a leaf). */
   get op(): Op {
-    return this.#view().getInt32(this._off + F.op.offset, true) as Op;
+    return this.#words()[(this._off + F.op.offset) >> 2] as Op;
   }
 
   /** The unary op when {@linkcode op} is `Op.UNARY`, the GLU op when it is `Op.GLU`, else undefined. */
   get subOp(): UnaryOp | GluOp | undefined {
     const op = this.op;
     if (op !== Op.UNARY && op !== Op.GLU) return undefined;
-    return this.#view().getInt32(this._off + F.op_params.offset, true) as UnaryOp;
+    return this.#words()[(this._off + F.op_params.offset) >> 2] as UnaryOp;
   }
 
   /** Integer op parameter `i` (`op_params[i]`). */
   opParam(i: number): number {
     const n = F.op_params.length;
     if (!Number.isInteger(i) || i < 0 || i >= n) throw new BoundsError(`op parameter ${i} is not in 0..${n - 1}`);
-    return this.#view().getInt32(this._off + F.op_params.offset + 4 * i, true);
+    return this.#words()[(this._off + F.op_params.offset + 4 * i) >> 2];
   }
 
   /** Tensor flags (`TensorFlag` bits). */
   get flags(): number {
-    return this.#view().getInt32(this._off + F.flags.offset, true);
+    return this.#words()[(this._off + F.flags.offset) >> 2];
   }
 
   /** The source tensors of the op, in order (`src[]` without the NULLs at the end). */
   get src(): Tensor[] {
-    const v = this.#view(), out: Tensor[] = [];
+    const v = this.#words(), out: Tensor[] = [];
     for (let i = 0; i < F.src.length; i++) {
       const p = i64At(v, this._off + F.src.offset + 8 * i);
       if (p !== 0) out.push(this.context._resolve(p));
@@ -214,13 +219,13 @@ export class Tensor {
 
   /** The tensor this one is a view of, if any. */
   get viewSrc(): Tensor | null {
-    const p = i64At(this.#view(), this._off + F.view_src.offset);
+    const p = i64At(this.#words(), this._off + F.view_src.offset);
     return p === 0 ? null : this.context._resolve(p);
   }
 
   /** @internal The native data address (0 when not allocated). */
   get _data(): number {
-    return i64At(this.#view(), this._off + F.data.offset);
+    return i64At(this.#words(), this._off + F.data.offset);
   }
 
   /** Whether the tensor has data (false in a `noAlloc` context). */
