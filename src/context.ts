@@ -18,7 +18,7 @@ import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
 import { type Operand, Ops } from "./ops.gen.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
-import { nbytesOf, Tensor } from "./tensor.ts";
+import { nbytesAt, Tensor } from "./tensor.ts";
 
 /** Options of {@linkcode Context}. */
 export interface ContextOptions {
@@ -133,17 +133,6 @@ function measureInScratch(op: string, call: (ctx: number) => number, withData: b
   }
 }
 
-/** `wsp_ggml_nbytes` of the tensor struct at byte `at` of the words `v`. */
-function nbytesAt(v: Int32Array, at: number): number {
-  const traits = runtime().types.get(v[(at + T.type.offset) >> 2]);
-  if (!traits) return 0;
-  const ne: number[] = [], nb: number[] = [];
-  for (let i = 0; i < MAX_DIMS; i++) {
-    ne.push(u64(v, at + T.ne.offset + 8 * i)); // ne < 0 never reaches here: ggml asserts, checks refuse it first
-    nb.push(u64(v, at + T.nb.offset + 8 * i));
-  }
-  return nbytesOf(ne, nb, traits);
-}
 
 function detach(buffer: ArrayBuffer): void {
   const b = buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };

@@ -24,15 +24,20 @@ function i64At(words: Int32Array, at: number): number {
 }
 
 /**
- * @internal `wsp_ggml_nbytes` in JS: the bytes spanned by a tensor of shape
- * `ne`, strides `nb` and a type of `blckSize` / `typeSize` (0 when any
- * dimension is empty).
+ * @internal `wsp_ggml_nbytes` of the tensor struct at byte `at` of the 32-bit
+ * `words` of a pool, without allocating.
  */
-export function nbytesOf(ne: readonly number[], nb: readonly number[], traits: { blckSize: number; typeSize: number }): number {
-  if (ne.some((n) => n <= 0)) return 0;
+export function nbytesAt(words: Int32Array, at: number): number {
+  const traits = runtime().types.get(words[(at + F.type.offset) >> 2]);
+  if (!traits) return 0;
   const { blckSize, typeSize } = traits;
-  let bytes = blckSize === 1 ? typeSize : (ne[0] * nb[0]) / blckSize;
-  for (let i = blckSize === 1 ? 0 : 1; i < MAX_DIMS; i++) bytes += (ne[i] - 1) * nb[i];
+  let bytes = 0;
+  for (let i = 0; i < MAX_DIMS; i++) {
+    const ne = i64At(words, at + NE + 8 * i), nb = i64At(words, at + NB + 8 * i);
+    if (ne <= 0) return 0;
+    if (i === 0) bytes = blckSize === 1 ? typeSize + (ne - 1) * nb : (ne * nb) / blckSize;
+    else bytes += (ne - 1) * nb;
+  }
   return bytes;
 }
 
@@ -168,19 +173,19 @@ export class Tensor {
 
   /** Total number of elements. */
   get nelements(): number {
-    const [a, b, c, d] = this.shape;
-    return a * b * c * d;
+    const w = this.#words(), o = this._off + NE;
+    return i64At(w, o) * i64At(w, o + 8) * i64At(w, o + 16) * i64At(w, o + 24);
   }
 
   /** Number of rows (`ne[1] * ne[2] * ne[3]`). */
   get nrows(): number {
-    const [, b, c, d] = this.shape;
-    return b * c * d;
+    const w = this.#words(), o = this._off + NE;
+    return i64At(w, o + 8) * i64At(w, o + 16) * i64At(w, o + 24);
   }
 
   /** Bytes spanned by the data (`wsp_ggml_nbytes`). */
   get nbytes(): number {
-    return nbytesOf(this.shape, this.strides, this.traits);
+    return nbytesAt(this.#words(), this._off);
   }
 
   /** The operation that produces this tensor (`Op.NONE` for a leaf). */
