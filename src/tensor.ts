@@ -35,7 +35,7 @@ export function nbytesAt(words: Int32Array, at: number): number {
   for (let i = 0; i < MAX_DIMS; i++) {
     const ne = i64At(words, at + NE + 8 * i), nb = i64At(words, at + NB + 8 * i);
     if (ne <= 0) return 0;
-    if (i === 0) bytes = blckSize === 1 ? typeSize + (ne - 1) * nb : (ne * nb) / blckSize;
+    if (i === 0) bytes = blckSize === 1 ? typeSize + (ne - 1) * nb : Math.floor((ne * nb) / blckSize); // size_t division, as in C
     else bytes += (ne - 1) * nb;
   }
   return bytes;

@@ -239,6 +239,9 @@ describe("Tensor", () => {
     assert.equal(p.viewSrc, t);
     const q = ctx.newTensor2d(Type.Q4_0, 64, 2);
     assert.equal(q.nbytes, s.wsp_ggml_nbytes(q.pointer));
+    for (const v of [p, ctx.transpose(q), ctx.view2d(q, 32, 2, q.strides[1], 0), ctx.newTensor2d(Type.F32, 4, 0)]) {
+      assert.equal(v.nbytes, s.wsp_ggml_nbytes(v.pointer), v.describe());
+    }
     assert.equal(q.traits.quantized, true);
     assert.equal(q.traits.blckSize, 32);
   });
