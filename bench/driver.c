@@ -384,7 +384,9 @@ static void bench_train(void) {
         wsp_ggml_opt_result_free(eval);
         if (r >= 0) samples[r] = dt / (ndata / batch);
     }
-    report("train", "one optimizer step (per epoch / steps)", samples, reps, ndata / batch, loss);
+    char label[64];
+    snprintf(label, sizeof(label), "one optimizer step, %d thread%s", threads, threads == 1 ? "" : "s");
+    report("train", label, samples, reps, ndata / batch, loss);
     wsp_ggml_opt_free(opt);
     wsp_ggml_opt_dataset_free(dataset);
     wsp_ggml_free(ctx_compute);

@@ -183,7 +183,7 @@ def matmul():
     backend = g.ggml_backend_cpu_init()
     g.ggml_backend_cpu_set_n_threads(backend, threads)
 
-    def once(n=n):
+    def once(n=1):
         t0 = time.perf_counter_ns()
         g.ggml_backend_graph_compute(backend, gf)
         return time.perf_counter_ns() - t0

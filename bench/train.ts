@@ -35,7 +35,7 @@ export function train(p: Params): Sample[] {
   const opt = new OptContext({ sched, ctxCompute, inputs: input, outputs: logits, loss: OptLossType.CROSS_ENTROPY, optimizer: { type: "adamw", alpha: 0.005 } });
   const steps = nTrain / batch;
   let loss = 0;
-  const r = measure("train", "one optimizer step (per epoch / steps)", steps, epochs, () => {
+  const r = measure("train", `one optimizer step, ${threads} thread${threads === 1 ? "" : "s"}`, steps, epochs, () => {
     const result = new OptResult();
     const t0 = nowNs();
     opt.epoch(dataset, { resultTrain: result });
@@ -43,7 +43,7 @@ export function train(p: Params): Sample[] {
     loss = result.loss.value;
     result.free();
     return dt;
-  });
+  }, 0, Infinity); // an epoch is always `steps` steps: no shrinking
   opt.free();
   dataset.free();
   ctxCompute.free();
