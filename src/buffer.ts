@@ -215,7 +215,7 @@ function tensorFields(): { size: number; buffer: number; data: number } {
   return { size: L, buffer: fieldOffset("buffer"), data: fieldOffset("data") };
 }
 
-const fieldOffset = (f: "buffer" | "data") => layouts.wsp_ggml_tensor.fields[f].offset;
+const fieldOffset = (f: "buffer" | "data" | "view_src") => layouts.wsp_ggml_tensor.fields[f].offset;
 
 /**
  * Allocates every tensor of a `noAlloc` context that has no data yet in one
@@ -235,6 +235,20 @@ export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buf
   for (let t = s.wsp_ggml_get_first_tensor(ctx._ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(ctx._ptr, t)) {
     const need = Number(s.wsp_ggml_backend_buft_get_alloc_size(buft.pointer, t));
     if (need > max) throw new BoundsError(`allocCtxTensors: a tensor of ${need} bytes exceeds the ${buft.name} buffer type's maximum of ${max}`);
+  }
+  // Every view in no buffer gets its source's buffer (wsp_ggml_backend_view_init asserts the source is in one) when
+  // anything is allocated: a source that is not allocated here must be in a backend buffer already.
+  const read = (t: number, f: "buffer" | "data" | "view_src") => ffi.readPointer(t, fieldOffset(f));
+  const tensors: number[] = [];
+  for (let t = s.wsp_ggml_get_first_tensor(ctx._ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(ctx._ptr, t)) tensors.push(t);
+  if (tensors.some((t) => read(t, "data") === 0 && read(t, "view_src") === 0)) {
+    const views = tensors.filter((t) => read(t, "view_src") !== 0 && read(t, "buffer") === 0).map((t) => ctx._wrap(t));
+    const sources = views.map((v) => v.viewSrc!); // UseAfterFreeError when a source's context was freed
+    views.forEach((view, i) => {
+      const src = sources[i];
+      if (bufferOf(src) !== 0 || (ctx._contains(src._ptr) && src._data === 0)) return;
+      throw new NotAllocatedError(`allocCtxTensors: ${view.describe()} views ${src.describe()}, which is in no backend buffer (a context's pool, or not allocated); allocate that tensor's context with allocCtxTensors first`);
+    });
   }
   const p = s.wsp_ggml_backend_alloc_ctx_tensors_from_buft(ctx._ptr, buft.pointer);
   if (p === 0) {

@@ -6,17 +6,56 @@
  *
  * @module
  */
-import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE } from "./bindings.gen.ts";
+import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "./bindings.gen.ts";
 import { bool, size } from "./args.ts";
 import { ArgumentError, BoundsError, BusyError, GgmlError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { Graph } from "./graph.ts";
-import { Tensor } from "./tensor.ts";
-import { type AsyncComputeOptions, Backend, checkStatus, runAbortable, supports, takeAbortFlag, tensorPtr } from "./backend.ts";
+import type { Tensor } from "./tensor.ts";
+import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
 import { BufferType } from "./buffer.ts";
 
 const sym = () => runtime().lib.symbols;
+
+/** `wsp_ggml_is_view_op` (ggml-backend.cpp). */
+const VIEW_OPS: ReadonlySet<number> = new Set([Op.VIEW, Op.RESHAPE, Op.PERMUTE, Op.TRANSPOSE]);
+const FLAGS = layouts.wsp_ggml_tensor.fields.flags.offset;
+const BUFFER = layouts.wsp_ggml_tensor.fields.buffer.offset, DATA = layouts.wsp_ggml_tensor.fields.data.offset;
+
+/**
+ * The leafs of `graph` that ggml's backend assignment leaves without a
+ * backend: in no backend buffer, not flagged INPUT, and read by view ops
+ * only (pass 4 of `wsp_ggml_backend_sched_split_graph` assigns a source the
+ * backend of its consumer before it falls back for a view op). ggml-alloc
+ * then aborts (`WSP_GGML_ASSERT(buffer_id >= 0)`).
+ */
+function orphanLeafs(graph: Graph): Tensor[] {
+  const nodes = graph.nodes();
+  const inGraph = new Set(nodes.map((n) => n._ptr));
+  const readByOp = new Set<number>();
+  const candidates = new Map<number, Tensor>();
+  for (const n of nodes) {
+    for (const s of n.src) {
+      if (inGraph.has(s._ptr)) continue;
+      if (!VIEW_OPS.has(n.op)) readByOp.add(s._ptr);
+      if (s.viewSrc === null && bufferOf(s) === 0 && !(s.flags & TensorFlag.INPUT)) candidates.set(s._ptr, s);
+    }
+  }
+  return [...candidates.values()].filter((t) => !readByOp.has(t._ptr));
+}
+
+/**
+ * Flags `leafs` INPUT (so the scheduler assigns them to its last backend,
+ * the CPU one, whose memory holds them) until the returned function undoes it.
+ */
+function asInputs(leafs: readonly Tensor[]): () => void {
+  const views = leafs.map((t) => ({ view: t.context._pool("sched"), at: t._off + FLAGS }));
+  for (const { view, at } of views) view.setInt32(at, view.getInt32(at, true) | TensorFlag.INPUT, true);
+  return () => {
+    for (const { view, at } of views) if (view.byteLength > 0) view.setInt32(at, view.getInt32(at, true) & ~TensorFlag.INPUT, true);
+  };
+}
 
 /** `WSP_GGML_SCHED_MAX_BACKENDS` (ggml-backend.cpp). */
 export const SCHED_MAX_BACKENDS = 16;
@@ -160,7 +199,17 @@ export class Sched {
    */
   reserve(graph: Graph): this {
     const p = this.#live("reserve");
-    if (!sym().wsp_ggml_backend_sched_reserve(p, this.#graph("reserve", graph))) throw new GgmlError("OUT_OF_MEMORY", "reserve: the scheduler could not allocate its compute buffers");
+    const g = this.#graph("reserve", graph);
+    this.#unplace(); // reserving may reallocate the compute buffers
+    const restore = asInputs(orphanLeafs(graph));
+    let ok;
+    try {
+      ok = sym().wsp_ggml_backend_sched_reserve(p, g);
+    } finally {
+      restore();
+    }
+    this.#allocated = undefined;
+    if (!ok) throw new GgmlError("OUT_OF_MEMORY", "reserve: the scheduler could not allocate its compute buffers");
     return this;
   }
 
@@ -171,7 +220,13 @@ export class Sched {
    */
   splitGraph(graph: Graph): this {
     const p = this.#live("splitGraph");
-    sym().wsp_ggml_backend_sched_split_graph(p, this.#graph("splitGraph", graph));
+    const g = this.#graph("splitGraph", graph);
+    const restore = asInputs(orphanLeafs(graph));
+    try {
+      sym().wsp_ggml_backend_sched_split_graph(p, g);
+    } finally {
+      restore();
+    }
     return this;
   }
 
@@ -185,19 +240,52 @@ export class Sched {
    */
   allocGraph(graph: Graph): this {
     const p = this.#live("allocGraph");
-    const g = this.#graph("allocGraph", graph);
-    if (this.#allocated) sym().wsp_ggml_backend_sched_reset(p);
-    if (!sym().wsp_ggml_backend_sched_alloc_graph(p, g)) throw new GgmlError("OUT_OF_MEMORY", "allocGraph: the scheduler could not allocate the graph");
-    this.#allocated = true;
+    this.#alloc("allocGraph", p, graph, this.#graph("allocGraph", graph));
     return this;
   }
-  #allocated = false;
+  /** The graph the scheduler's splits and allocation are for (it computes that one, whatever graph it is given). */
+  #allocated: Graph | undefined;
+
+  #alloc(what: string, p: number, graph: Graph, g: number): void {
+    if (this.#allocated) sym().wsp_ggml_backend_sched_reset(p);
+    this.#allocated = undefined;
+    this.#unplace();
+    const restore = asInputs(orphanLeafs(graph));
+    const unplaced = graphTensors(graph).filter((t) => t._data === 0);
+    try {
+      if (!sym().wsp_ggml_backend_sched_alloc_graph(p, g)) throw new GgmlError("OUT_OF_MEMORY", `${what}: the scheduler could not allocate the graph`);
+    } finally {
+      restore();
+      for (const t of unplaced) if (t._data !== 0) this.#placed.add(t);
+    }
+    this.#allocated = graph;
+  }
+
+  /** The tensors the scheduler gave a place in its compute buffers (valid until it allocates again or is freed). */
+  readonly #placed = new Set<Tensor>();
+
+  /**
+   * Marks the tensors the last allocation placed as unallocated (data and
+   * buffer NULL): the next allocation reuses (or reallocates) the compute
+   * buffers and `free` releases them, so their places would dangle; using
+   * them then throws {@linkcode NotAllocatedError} instead.
+   */
+  #unplace(): void {
+    for (const t of this.#placed) {
+      if (t.context.freed) continue;
+      const v = t.context._pool("sched");
+      v.setBigUint64(t._off + BUFFER, 0n, true);
+      v.setBigUint64(t._off + DATA, 0n, true);
+    }
+    this.#placed.clear();
+  }
 
   /**
    * Computes `graph`, allocating it first unless {@linkcode allocGraph} did
    * (`wsp_ggml_backend_sched_graph_compute`). After a compute the graph
-   * stays allocated: call {@linkcode reset} before computing another graph.
-   * An exception thrown by the eval callback stops the compute and is
+   * stays allocated; computing another graph resets and allocates for it
+   * first (ggml would compute the allocated graph's splits again, tensors of
+   * freed contexts included). An exception thrown by the eval callback stops the compute and is
    * rethrown here.
    *
    * @throws {ComputeError} when ggml reports a failure
@@ -205,9 +293,10 @@ export class Sched {
   graphCompute(graph: Graph): this {
     const p = this.#live("graphCompute");
     const g = this.#graph("graphCompute", graph);
+    // An allocated scheduler computes its allocated splits, whatever graph it is given: allocate this one first.
+    if (this.#allocated !== graph) this.#alloc("graphCompute", p, graph, g);
     this.#evalError = undefined;
     const status = sym().wsp_ggml_backend_sched_graph_compute(p, g);
-    this.#allocated = true;
     if (this.#evalError !== undefined) {
       const e = this.#evalError;
       this.#evalError = undefined;
@@ -231,6 +320,7 @@ export class Sched {
     if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
     const cpus = this.backends.filter((b) => b._flag);
     if (options.signal && cpus.length !== this.backends.length) throw new UnsupportedOpError("graphComputeAsync: only a scheduler of CPU backends can be aborted");
+    if (this.#allocated !== graph) this.#alloc("graphComputeAsync", p, graph, g);
     const release = graph._acquire("graphComputeAsync");
     const marked: Backend[] = [];
     try {
@@ -250,7 +340,6 @@ export class Sched {
       this.#busy = false;
       release();
       for (const b of this.backends) b._setBusy(false, "graphComputeAsync");
-      this.#allocated = true;
       keepAlive(graph);
     }
   }
@@ -266,7 +355,7 @@ export class Sched {
    */
   reset(): this {
     sym().wsp_ggml_backend_sched_reset(this.pointer);
-    this.#allocated = false;
+    this.#allocated = undefined;
     return this;
   }
 
@@ -323,6 +412,7 @@ export class Sched {
   free(): void {
     if (this.#ptr === 0) return;
     if (this.#busy) throw new BusyError("free: the scheduler is computing (await graphComputeAsync first)");
+    this.#unplace();
     sym().wsp_ggml_backend_sched_free(this.#ptr);
     this.#ptr = 0;
     this.#eval?.close();
