@@ -366,10 +366,10 @@ export function loadLibrary(options: LoadOptions = {}): Library {
     if (!path) throw new ArgumentError(`no CPU variant ${options.cpuVariant} in ${location.dir} (have: ${[...variants.keys()].join(", ")})`);
     cpuPath = path;
   } else {
-    cpuPath = bestCpuVariant(ffi, location.dir);
+    cpuPath = opening(location, () => bestCpuVariant(ffi, location.dir));
   }
-  const lib = openWspGgml(ffi, { base: location.base, cpu: cpuPath });
-  const named = ffi.open(cpuPath, { wsp_ggml_cpu_variant_name: { args: [], result: "pointer" } });
+  const lib = opening(location, () => openWspGgml(ffi, { base: location.base, cpu: cpuPath }));
+  const named = opening(location, () => ffi.open(cpuPath, { wsp_ggml_cpu_variant_name: { args: [], result: "pointer" } }));
   const cpuVariant = named.has("wsp_ggml_cpu_variant_name")
     ? ffi.readCString(named.symbols.wsp_ggml_cpu_variant_name()) ?? ""
     : CPU_VARIANT.exec(cpuPath.split(/[\\/]/).pop() ?? "")?.[1] ?? "";
@@ -383,6 +383,24 @@ export function loadLibrary(options: LoadOptions = {}): Library {
   for (const l of logs) if (l.level === LogLevel.WARN || l.level === LogLevel.ERROR) console.warn(l.text.trimEnd());
   loaded = { ...lib, ffi, location, cpuPath, cpuVariant, cpuReg };
   return loaded;
+}
+
+/**
+ * Runs `open`; a failure of the runtime's dlopen (a file that is not a
+ * library, or not this library: "file too short", "invalid ELF header", a
+ * missing symbol) becomes a {@linkcode LibraryNotFoundError} naming the place.
+ */
+function opening<T>(location: LibraryLocation, open: () => T): T {
+  try {
+    return open();
+  } catch (e) {
+    if (e instanceof LibraryNotFoundError) throw e;
+    const where = location.source === "env" ? `${LIBRARY_PATH_ENV} (${location.dir})` : location.source === "option" ? `the path option (${location.dir})` : location.dir;
+    throw new LibraryNotFoundError(
+      `wsp-ggml: the libraries in ${where} could not be opened: ${(e as Error)?.message ?? e}. Point it at a directory holding ${baseLibraryName()} and the ggml-cpu-<variant> libraries of this platform.`,
+      [`${location.source}: ${location.base} could not be opened`],
+    );
+  }
 }
 
 /** The loaded library, loading it with the default search when needed. */
