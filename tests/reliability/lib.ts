@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import v8 from "node:v8";
 import vm from "node:vm";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 /** The repository root. */
 export const root: string = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -45,9 +45,12 @@ export class Rng {
   }
 }
 
+/** tsx's loader by absolute URL: `--import tsx` resolves from the working directory, which a child may change. */
+const TSX = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
+
 /** Runs `args` on this runtime's executable (TypeScript files need `run -A` on Deno, tsx on Node). */
 export function tsArgs(file: string, argv: readonly string[] = []): string[] {
-  return [...(runtimeName === "bun" ? [file] : runtimeName === "deno" ? ["run", "-A", "--v8-flags=--expose-gc", file] : ["--import", "tsx", "--expose-gc", file]), ...argv];
+  return [...(runtimeName === "bun" ? [file] : runtimeName === "deno" ? ["run", "-A", "--v8-flags=--expose-gc", file] : ["--import", TSX, "--expose-gc", file]), ...argv];
 }
 
 /** The outcome of a child process. */
