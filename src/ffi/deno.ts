@@ -84,6 +84,30 @@ function fastCall(f: (...a: unknown[]) => unknown, wide: boolean[], norm?: (v: n
   }
 }
 
+/** Non-blocking calls running on another thread. */
+let inFlight = 0;
+let exitGuard = false;
+
+/**
+ * An uncaught exception or unhandled rejection ends Deno by tearing down the
+ * isolate, which frees the ArrayBuffers that a non-blocking call still reads
+ * and writes on its thread (a context's pool: SIGSEGV in ggml's compute
+ * thread). While such a call runs, the error is printed and the process
+ * ends at once instead (`Deno.exit(1)`, as `process.exit` does, which leaves
+ * the memory in place); the exit code is Deno's for an uncaught error.
+ */
+function guardExit(): void {
+  if (exitGuard) return;
+  exitGuard = true;
+  const end = (what: string, err: unknown) => {
+    if (inFlight === 0) return;
+    console.error(`error: ${what} ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    Deno.exit(1);
+  };
+  globalThis.addEventListener("error", (e) => end("Uncaught", (e as ErrorEvent).error));
+  globalThis.addEventListener("unhandledrejection", (e) => end("Uncaught (in promise)", (e as PromiseRejectionEvent).reason));
+}
+
 function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {
   const defs: Record<string, Deno.ForeignFunction> = {};
   for (const [name, def] of Object.entries(table)) {
@@ -108,7 +132,18 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
     const norm = isPointer(def.result) ? toPointer : isInt64(def.result) ? toInt64 : undefined;
     symbols[name] = fastCall(f, def.args.map((t) => isPointer(t) || isInt64(t)), norm);
     const g = raw[name + ASYNC];
-    if (g) async[name] = norm ? async (...a: unknown[]) => norm(await (g(...a) as Promise<number | bigint>)) : g;
+    if (g) {
+      async[name] = async (...a: unknown[]) => {
+        guardExit();
+        inFlight++;
+        try {
+          const r = await (g(...a) as Promise<number | bigint>);
+          return norm ? norm(r) : r;
+        } finally {
+          inFlight--;
+        }
+      };
+    }
   }
   return {
     symbols: symbols as NativeLibrary<T>["symbols"],
