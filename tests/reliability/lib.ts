@@ -49,8 +49,9 @@ export class Rng {
 const TSX = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
 
 /** Runs `args` on this runtime's executable (TypeScript files need `run -A` on Deno, tsx on Node). */
-export function tsArgs(file: string, argv: readonly string[] = []): string[] {
-  return [...(runtimeName === "bun" ? [file] : runtimeName === "deno" ? ["run", "-A", "--v8-flags=--expose-gc", file] : ["--import", TSX, "--expose-gc", file]), ...argv];
+export function tsArgs(file: string, argv: readonly string[] = [], v8Flags: readonly string[] = []): string[] {
+  const v8 = ["--expose-gc", ...v8Flags];
+  return [...(runtimeName === "bun" ? [file] : runtimeName === "deno" ? ["run", "-A", `--v8-flags=${v8.join(",")}`, file] : ["--import", TSX, ...v8, file]), ...argv];
 }
 
 /** The outcome of a child process. */
@@ -63,10 +64,13 @@ export interface ChildResult {
   readonly ms: number;
 }
 
-/** Runs a TypeScript file in a child process of this runtime, killed after `timeoutMs`. */
-export function runChild(file: string, options: { env?: Record<string, string>; argv?: readonly string[]; timeoutMs?: number; cwd?: string } = {}): ChildResult {
+/** Runs a TypeScript file in a child process of this runtime, killed after `timeoutMs` (`v8Flags`: for Node and Deno). */
+export function runChild(
+  file: string,
+  options: { env?: Record<string, string>; argv?: readonly string[]; timeoutMs?: number; cwd?: string; v8Flags?: readonly string[] } = {},
+): ChildResult {
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, tsArgs(file, options.argv), {
+  const r = spawnSync(process.execPath, tsArgs(file, options.argv, options.v8Flags), {
     cwd: options.cwd ?? root,
     encoding: "utf8",
     env: { ...process.env, NO_COLOR: "1", ...options.env },
