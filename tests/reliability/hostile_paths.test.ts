@@ -126,11 +126,12 @@ test("WSP_GGML_LIBRARY_PATH without a usable library is a typed error, not a cra
 
 const odd = join(tmp, "dir with spaces", "ünïcødé ✓");
 
-test("WSP_GGML_LIBRARY_PATH with spaces and non-ASCII characters (a directory, or the base library itself)", () => {
+test("WSP_GGML_LIBRARY_PATH with spaces and non-ASCII characters (a directory, the base library itself, with the probe)", () => {
   plant(odd);
   const base = libs.find((f) => /wsp-ggml/.test(f))!;
-  for (const path of [odd, join(odd, base)]) {
-    const rep = load({ WSP_GGML_LIBRARY_PATH: path });
+  const probe = { WSP_GGML_PROBE: "1", WSP_GGML_CACHE_DIR: join(tmp, "probe cache ✓") };
+  for (const [path, env] of [[odd, {}], [join(odd, base), {}], [odd, probe]] as const) {
+    const rep = load({ WSP_GGML_LIBRARY_PATH: path, ...env }); // (the last: checked first in a probe child)
     assert.ok(rep.loaded, `${path}: ${rep.error}: ${rep.message}`);
     assert.equal(rep.source, "env");
     assert.equal(rep.base, join(odd, base));
