@@ -17,7 +17,7 @@ import { cString } from "./ffi/mod.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { logFlush } from "./log.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
-import { cpuHandlesTypes, Graph } from "./graph.ts";
+import { checkData, cpuHandlesTypes, Graph } from "./graph.ts";
 import { Tensor } from "./tensor.ts";
 import { Buffer, BufferType } from "./buffer.ts";
 
@@ -527,6 +527,7 @@ export class Backend {
     const s = sym();
     for (const t of graphTensors(graph)) {
       if (t._data === 0) throw new NotAllocatedError(`${what}: ${t.describe()} is not allocated (allocate its context with allocCtxTensors, or the graph with a Gallocr)`);
+      checkData(what, t); // a view whose source's buffer was freed
     }
     for (const n of graph.nodes()) {
       if (!supports(type, s.wsp_ggml_backend_supports_op(this.#ptr, n._ptr), n)) {

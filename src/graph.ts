@@ -31,6 +31,17 @@ export function cpuHandlesTypes(node: Tensor): boolean {
   return rules.some((r) => (!r.src0 || r.src0 === types.src0) && (!r.src1 || r.src1 === types.src1) && (!r.dst || r.dst === types.dst));
 }
 
+/**
+ * @internal Throws {@linkcode NotAllocatedError} when `t` has no data, or is
+ * a view whose source lost its data (its backend buffer or scheduler was
+ * freed: the view's own data pointer would dangle).
+ */
+export function checkData(what: string, t: Tensor): void {
+  if (t._data === 0) throw new NotAllocatedError(`${what}: ${t.describe()} has no data (not allocated: a noAlloc context's tensor needs allocCtxTensors, a Gallocr or a Sched; or its buffer was freed)`);
+  const src = t.viewSrc;
+  if (src !== null && src._data === 0) throw new NotAllocatedError(`${what}: ${t.describe()} views ${src.describe()}, which has no data any more (its buffer was freed)`);
+}
+
 /** Options of {@linkcode Graph.compute}. */
 export interface ComputeOptions {
   /** Threads to compute with (1 … 512); default 4 (`WSP_GGML_DEFAULT_N_THREADS`). */
@@ -249,12 +260,12 @@ export class Graph {
 
   #preflight(): void {
     for (const c of this.context._reachable()) c._pool("compute: a context the graph uses");
+    // Every time, not once: a backend buffer or a scheduler freed since the last compute unallocates its tensors.
+    for (const t of this.#leafs) checkData("compute", t);
+    for (const t of this.#nodes) checkData("compute", t);
     if (this.#checked) return;
     const rt = runtime();
     const backend = rt.cpuBackend();
-    for (const t of [...this.#leafs, ...this.#nodes]) {
-      if (t._data === 0) throw new NotAllocatedError(`compute: ${t.describe()} has no data (tensor not allocated: its context was created with noAlloc)`);
-    }
     for (const t of this.#nodes) {
       if (!cpuHandlesTypes(t) || !rt.lib.symbols.wsp_ggml_backend_supports_op(backend, t._ptr)) {
         const name = ffi.readCString(rt.lib.symbols.wsp_ggml_op_desc(t._ptr));

@@ -8,10 +8,10 @@
  */
 import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "./bindings.gen.ts";
 import { bool, size } from "./args.ts";
-import { ArgumentError, BoundsError, BusyError, GgmlError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
+import { ArgumentError, BoundsError, BusyError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { runtime } from "./runtime.ts";
-import { Graph } from "./graph.ts";
+import { checkData, Graph } from "./graph.ts";
 import type { Tensor } from "./tensor.ts";
 import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
 import { BufferType } from "./buffer.ts";
@@ -251,7 +251,10 @@ export class Sched {
     this.#allocated = undefined;
     this.#unplace();
     const restore = asInputs(orphanLeafs(graph));
-    const unplaced = graphTensors(graph).filter((t) => t._data === 0);
+    const tensors = graphTensors(graph);
+    // A view with data whose source has none points into a freed buffer (the allocator would use it as it is).
+    for (const t of tensors) if (t._data !== 0) checkData(what, t);
+    const unplaced = tensors.filter((t) => t._data === 0);
     try {
       if (!sym().wsp_ggml_backend_sched_alloc_graph(p, g)) throw new GgmlError("OUT_OF_MEMORY", `${what}: the scheduler could not allocate the graph`);
     } finally {
@@ -259,6 +262,21 @@ export class Sched {
       for (const t of unplaced) if (t._data !== 0) this.#placed.add(t);
     }
     this.#allocated = graph;
+  }
+
+  /**
+   * The allocated graph's tensors all still have data: a backend buffer freed
+   * since the allocation took it from its tensors (ggml would compute on NULL).
+   */
+  #stillAllocated(what: string, graph: Graph): void {
+    for (const t of graphTensors(graph)) {
+      if (t._data !== 0) {
+        checkData(what, t);
+        continue;
+      }
+      this.#allocated = undefined; // the next compute allocates again
+      throw new NotAllocatedError(`${what}: ${t.describe()} has had no data since the scheduler allocated the graph (its buffer was freed)`);
+    }
   }
 
   /** The tensors the scheduler gave a place in its compute buffers (valid until it allocates again or is freed). */
@@ -295,6 +313,7 @@ export class Sched {
     const g = this.#graph("graphCompute", graph);
     // An allocated scheduler computes its allocated splits, whatever graph it is given: allocate this one first.
     if (this.#allocated !== graph) this.#alloc("graphCompute", p, graph, g);
+    else this.#stillAllocated("graphCompute", graph);
     this.#evalError = undefined;
     const status = sym().wsp_ggml_backend_sched_graph_compute(p, g);
     if (this.#evalError !== undefined) {
@@ -321,6 +340,7 @@ export class Sched {
     const cpus = this.backends.filter((b) => b._flag);
     if (options.signal && cpus.length !== this.backends.length) throw new UnsupportedOpError("graphComputeAsync: only a scheduler of CPU backends can be aborted");
     if (this.#allocated !== graph) this.#alloc("graphComputeAsync", p, graph, g);
+    else this.#stillAllocated("graphComputeAsync", graph);
     const release = graph._acquire("graphComputeAsync");
     const marked: Backend[] = [];
     try {
