@@ -662,6 +662,34 @@ function regressions(): void {
     v.newTensor1d(Type.F32, 2);
     expect(() => allocCtxTensors(v, be));
   });
+  // Segfaults: a graph computed once, then a backend buffer of its leafs freed, computed again (graph.compute
+  // checked the data only on its first compute; the scheduler computed its old allocation), and a view of a
+  // freed buffer's tensor (its own data pointer dangles).
+  t("computing again after a leaf's buffer was freed is a NotAllocatedError", () => {
+    using be = Backend.cpu({ nThreads: 1 });
+    using s = new Sched({ backends: [be] });
+    using lazy = new Context({ memSize: 1 << 16, noAlloc: true });
+    using pool = new Context({ memSize: 1 << 20 });
+    const a = lazy.newTensor1d(Type.F32, 1024);
+    const buf = allocCtxTensors(lazy, be)!;
+    tensorSet(a, new Float32Array(1024).fill(1));
+    const v = pool.view1d(a, 512, 0);
+    const g = pool.newGraph().buildForwardExpand(pool.scale(a, 2));
+    const gv = pool.newGraph().buildForwardExpand(pool.scale(v, 3));
+    g.compute({ nThreads: 1 });
+    s.graphCompute(g);
+    be.graphCompute(gv);
+    buf.free();
+    for (const [name, f] of [["graph.compute", () => g.compute({ nThreads: 1 })], ["sched", () => s.graphCompute(g)], ["backend", () => be.graphCompute(g)], ["view", () => gv.compute({ nThreads: 1 })], ["view on sched", () => s.graphCompute(gv)]] as const) {
+      try {
+        f();
+      } catch (e) {
+        if (e instanceof NotAllocatedError) continue;
+        throw e;
+      }
+      throw new Error(`${name}: no NotAllocatedError`);
+    }
+  });
 }
 
 // ---- the run -----------------------------------------------------------------------------------
