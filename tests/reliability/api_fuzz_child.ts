@@ -415,11 +415,33 @@ function compute(): void {
     return invalid(`${how}(unallocated nodes)`, NotAllocatedError, () => how === "graph.compute" ? graph.compute({ nThreads: 1 }) : be.graphCompute(graph));
   }
   if (how === "graph.compute") {
-    if (valid("graph.compute", () => graph.compute({ nThreads: rng.range(1, 2) })) !== undefined) check("graph.compute", v);
+    if (valid("graph.compute", () => graph.compute({ nThreads: rng.range(1, 2) })) !== undefined) check("graph.compute", v), remember(graph, v, gc);
   } else {
     const be = pickBackend();
-    if (be && valid("backend.graphCompute", () => be.graphCompute(graph)) !== undefined) check("backend.graphCompute", v);
+    if (be && valid("backend.graphCompute", () => be.graphCompute(graph)) !== undefined) check("backend.graphCompute", v), remember(graph, v, gc);
   }
+}
+
+/** Graphs computed on the CPU (not by a scheduler), to compute again later, when their tensors may have changed hands. */
+const computed: { graph: Graph; v: Val; gc: Ctx }[] = [];
+function remember(graph: Graph, v: Val, gc: Ctx): void {
+  computed.push({ graph, v, gc });
+  if (computed.length > 30) computed.shift();
+}
+
+/** Whether `p`'s data was in a backend buffer that has been freed since (directly, or through the tensor it views). */
+const lost = (p: Val): boolean => (p.home.noAlloc && p.home.buffer?.freed === true) || (p.viewOf !== undefined && lost(p.viewOf));
+
+/** Computes a graph again: its results again, or the error its tensors' fate since calls for. */
+function recompute(): void {
+  if (computed.length === 0) return compute();
+  const { graph, v, gc } = rng.pick(computed);
+  const be = pickBackend();
+  if (!be) return;
+  const run = (): unknown => rng.chance(0.5) ? graph.compute({ nThreads: 1 }) : be.graphCompute(graph);
+  if ([...closure(gc)].some((c) => c.ctx.freed)) return invalid("compute again(a context was freed)", UseAfterFreeError, run);
+  if ([...v.parts].some(lost)) return invalid("compute again(a buffer was freed)", NotAllocatedError, run);
+  if (valid("compute again", run) !== undefined) check("compute again", v);
 }
 
 /** Removes the values `gone` selects, and every value built on one of them, from the population. */
@@ -705,7 +727,8 @@ for (step = 0; step < steps; step++) {
     else if (r < 22) newLeaf();
     else if (r < 26) allocBuffer();
     else if (r < 56) op();
-    else if (r < 76) compute();
+    else if (r < 70) compute();
+    else if (r < 76) recompute();
     else if (r < 90) misuse();
     else free();
   } catch (e) {
