@@ -265,6 +265,38 @@ export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buf
 }
 
 /**
+ * @internal The tensors an allocator (a {@linkcode Gallocr}, a scheduler)
+ * gave a place in buffers it owns. Those places are valid until it allocates
+ * again (which reuses or reallocates the buffers) or is freed; {@linkcode clear}
+ * then marks the tensors unallocated (data and buffer NULL), so that using them
+ * throws {@linkcode NotAllocatedError} instead of touching freed memory.
+ */
+export class Placements {
+  readonly #placed = new Set<Tensor>();
+
+  /** Runs `alloc` (which places `graph`'s tensors) and records the tensors that got a place. */
+  record<T>(graph: Graph, alloc: () => T): T {
+    const unplaced = graphTensors(graph).filter((t) => t._data === 0);
+    try {
+      return alloc();
+    } finally {
+      for (const t of unplaced) if (t._data !== 0) this.#placed.add(t);
+    }
+  }
+
+  /** Marks every recorded tensor unallocated and forgets them. */
+  clear(): void {
+    for (const t of this.#placed) {
+      if (t.context.freed) continue;
+      const v = t.context._pool("allocator");
+      v.setBigUint64(t._off + fieldOffset("buffer"), 0n, true);
+      v.setBigUint64(t._off + fieldOffset("data"), 0n, true);
+    }
+    this.#placed.clear();
+  }
+}
+
+/**
  * A graph allocator (`wsp_ggml_gallocr_t`): places a graph's tensors that
  * have no data in buffers it owns, reusing memory between tensors whose
  * lifetimes do not overlap. {@linkcode reserve} sizes the buffers for the
@@ -314,6 +346,7 @@ export class Gallocr {
    */
   reserve(graph: Graph): this {
     this.#check("reserve", graph);
+    this.#placements.clear(); // reserving may reallocate the buffers
     if (!sym().wsp_ggml_gallocr_reserve(this.#live("reserve"), graph.pointer)) {
       throw new GgmlError("OUT_OF_MEMORY", "reserve: the Gallocr could not allocate its buffers");
     }
@@ -329,11 +362,15 @@ export class Gallocr {
    */
   allocGraph(graph: Graph): this {
     this.#check("allocGraph", graph);
-    if (!sym().wsp_ggml_gallocr_alloc_graph(this.#live("allocGraph"), graph.pointer)) {
+    const p = this.#live("allocGraph");
+    this.#placements.clear(); // the previous graph's places are reused now
+    if (!this.#placements.record(graph, () => sym().wsp_ggml_gallocr_alloc_graph(p, graph.pointer))) {
       throw new GgmlError("OUT_OF_MEMORY", "allocGraph: the Gallocr could not allocate the graph");
     }
     return this;
   }
+
+  readonly #placements = new Placements();
 
   /** Bytes of buffer `id` (`wsp_ggml_gallocr_get_buffer_size`). */
   bufferSize(id = 0): number {
@@ -342,9 +379,10 @@ export class Gallocr {
     return Number(sym().wsp_ggml_gallocr_get_buffer_size(this.#live("bufferSize"), id));
   }
 
-  /** Frees the allocator and its buffers; the tensors it placed then point to freed memory, so do not use them. */
+  /** Frees the allocator and its buffers; the tensors it placed are marked unallocated (using them throws {@linkcode NotAllocatedError}). */
   free(): void {
     if (this.#ptr === 0) return;
+    this.#placements.clear();
     sym().wsp_ggml_gallocr_free(this.#ptr);
     this.#ptr = 0;
   }

@@ -14,14 +14,13 @@ import { runtime } from "./runtime.ts";
 import { checkData, Graph } from "./graph.ts";
 import type { Tensor } from "./tensor.ts";
 import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
-import { BufferType } from "./buffer.ts";
+import { BufferType, Placements } from "./buffer.ts";
 
 const sym = () => runtime().lib.symbols;
 
 /** `wsp_ggml_is_view_op` (ggml-backend.cpp). */
 const VIEW_OPS: ReadonlySet<number> = new Set([Op.VIEW, Op.RESHAPE, Op.PERMUTE, Op.TRANSPOSE]);
 const FLAGS = layouts.wsp_ggml_tensor.fields.flags.offset;
-const BUFFER = layouts.wsp_ggml_tensor.fields.buffer.offset, DATA = layouts.wsp_ggml_tensor.fields.data.offset;
 
 /**
  * The leafs of `graph` that ggml's backend assignment leaves without a
@@ -200,7 +199,7 @@ export class Sched {
   reserve(graph: Graph): this {
     const p = this.#live("reserve");
     const g = this.#graph("reserve", graph);
-    this.#unplace(); // reserving may reallocate the compute buffers
+    this.#placements.clear(); // reserving may reallocate the compute buffers
     const restore = asInputs(orphanLeafs(graph));
     let ok;
     try {
@@ -249,17 +248,14 @@ export class Sched {
   #alloc(what: string, p: number, graph: Graph, g: number): void {
     if (this.#allocated) sym().wsp_ggml_backend_sched_reset(p);
     this.#allocated = undefined;
-    this.#unplace();
-    const restore = asInputs(orphanLeafs(graph));
-    const tensors = graphTensors(graph);
+    this.#placements.clear();
     // A view with data whose source has none points into a freed buffer (the allocator would use it as it is).
-    for (const t of tensors) if (t._data !== 0) checkData(what, t);
-    const unplaced = tensors.filter((t) => t._data === 0);
+    for (const t of graphTensors(graph)) if (t._data !== 0) checkData(what, t);
+    const restore = asInputs(orphanLeafs(graph));
     try {
-      if (!sym().wsp_ggml_backend_sched_alloc_graph(p, g)) throw new GgmlError("OUT_OF_MEMORY", `${what}: the scheduler could not allocate the graph`);
+      if (!this.#placements.record(graph, () => sym().wsp_ggml_backend_sched_alloc_graph(p, g))) throw new GgmlError("OUT_OF_MEMORY", `${what}: the scheduler could not allocate the graph`);
     } finally {
       restore();
-      for (const t of unplaced) if (t._data !== 0) this.#placed.add(t);
     }
     this.#allocated = graph;
   }
@@ -279,24 +275,8 @@ export class Sched {
     }
   }
 
-  /** The tensors the scheduler gave a place in its compute buffers (valid until it allocates again or is freed). */
-  readonly #placed = new Set<Tensor>();
-
-  /**
-   * Marks the tensors the last allocation placed as unallocated (data and
-   * buffer NULL): the next allocation reuses (or reallocates) the compute
-   * buffers and `free` releases them, so their places would dangle; using
-   * them then throws {@linkcode NotAllocatedError} instead.
-   */
-  #unplace(): void {
-    for (const t of this.#placed) {
-      if (t.context.freed) continue;
-      const v = t.context._pool("sched");
-      v.setBigUint64(t._off + BUFFER, 0n, true);
-      v.setBigUint64(t._off + DATA, 0n, true);
-    }
-    this.#placed.clear();
-  }
+  /** The tensors the scheduler placed in its compute buffers (valid until it allocates again, reserves or is freed). */
+  readonly #placements = new Placements();
 
   /**
    * Computes `graph`, allocating it first unless {@linkcode allocGraph} did
@@ -432,7 +412,7 @@ export class Sched {
   free(): void {
     if (this.#ptr === 0) return;
     if (this.#busy) throw new BusyError("free: the scheduler is computing (await graphComputeAsync first)");
-    this.#unplace();
+    this.#placements.clear();
     sym().wsp_ggml_backend_sched_free(this.#ptr);
     this.#ptr = 0;
     this.#eval?.close();
