@@ -52,6 +52,6 @@ test("API fuzz: defective calls throw typed errors, valid results match float64,
   for (const code of ["SHAPE", "BOUNDS", "ARGUMENT", "TYPE", "USE_AFTER_FREE", "GRAPH_FULL", "NOT_ALLOCATED"]) {
     assert.ok(Object.keys(rep.outcomes).some((k) => k.startsWith("err:") && k.endsWith(`:${code}`)), `no defective call threw ${code}`);
   }
-  assert.equal(Object.keys(rep.outcomes).filter((k) => k.startsWith("regression:")).length, 5, "the regression cases ran");
+  assert.equal(Object.keys(rep.outcomes).filter((k) => k.startsWith("regression:")).length, 6, "the regression cases ran");
   assert.ok(rep.rss.end - rep.rss.warm < RSS_BOUND, `RSS grew by ${mib(rep.rss.end - rep.rss.warm)} MiB after warm-up (bound ${mib(RSS_BOUND)} MiB)`);
 });

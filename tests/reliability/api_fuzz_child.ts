@@ -23,6 +23,7 @@ import {
   type Buffer,
   Context,
   ContextOutOfMemoryError,
+  Gallocr,
   GgmlError,
   GgmlTypeError,
   type Graph,
@@ -615,6 +616,18 @@ function regressions(): void {
       fail(`regression:${name}`, String((e as Error)?.stack ?? e).split("\n").slice(0, 3).join(" | "));
     }
   };
+  /** Each call must throw NotAllocatedError. */
+  const notAllocated = (...fs: (() => unknown)[]) => {
+    fs.forEach((f, i) => {
+      try {
+        f();
+      } catch (e) {
+        if (e instanceof NotAllocatedError) return;
+        throw e;
+      }
+      throw new Error(`call ${i}: no NotAllocatedError`);
+    });
+  };
   // ggml-alloc.c: WSP_GGML_ASSERT(buffer_id >= 0): a pool leaf read only by a view op gets no backend from the scheduler.
   t("sched computes a graph of view ops over a pool leaf", () => {
     using ctx = new Context({ memSize: 1 << 20 });
@@ -637,12 +650,7 @@ function regressions(): void {
     const a = pool.newTensor1d(Type.F32, 4).set(new Float32Array(4));
     lazy.newTensor1d(Type.F32, 4);
     lazy.view1d(a, 2, 0);
-    try {
-      allocCtxTensors(lazy, be)?.free();
-      throw new Error("allocCtxTensors did not throw");
-    } catch (e) {
-      if (!(e instanceof NotAllocatedError)) throw e;
-    }
+    notAllocated(() => allocCtxTensors(lazy, be)?.free());
   });
   // ggml computes an allocated scheduler's splits whatever graph it is given: the first graph's freed tensors.
   t("sched computes the graph it is given, not the one allocated before", () => {
@@ -669,20 +677,10 @@ function regressions(): void {
     s.graphCompute(w.newGraph().buildForwardExpand(y));
     if ((tensorGet(y) as Float32Array).join() !== "2,4,6,8,10,12") throw new Error(`scale = ${tensorGet(y)}`);
     s.free();
-    const expect = (f: () => unknown) => {
-      try {
-        f();
-      } catch (e) {
-        if (e instanceof NotAllocatedError) return;
-        throw e;
-      }
-      throw new Error("no NotAllocatedError");
-    };
-    expect(() => tensorGet(y));
     using v = new Context({ memSize: 1 << 20, noAlloc: true });
     v.reshape2d(y, 3, 2);
     v.newTensor1d(Type.F32, 2);
-    expect(() => allocCtxTensors(v, be));
+    notAllocated(() => tensorGet(y), () => allocCtxTensors(v, be));
   });
   // Segfaults: a graph computed once, then a backend buffer of its leafs freed, computed again (graph.compute
   // checked the data only on its first compute; the scheduler computed its old allocation), and a view of a
@@ -702,15 +700,23 @@ function regressions(): void {
     s.graphCompute(g);
     be.graphCompute(gv);
     buf.free();
-    for (const [name, f] of [["graph.compute", () => g.compute({ nThreads: 1 })], ["sched", () => s.graphCompute(g)], ["backend", () => be.graphCompute(g)], ["view", () => gv.compute({ nThreads: 1 })], ["view on sched", () => s.graphCompute(gv)]] as const) {
-      try {
-        f();
-      } catch (e) {
-        if (e instanceof NotAllocatedError) continue;
-        throw e;
-      }
-      throw new Error(`${name}: no NotAllocatedError`);
-    }
+    notAllocated(() => g.compute({ nThreads: 1 }), () => s.graphCompute(g), () => be.graphCompute(g), () => gv.compute({ nThreads: 1 }), () => s.graphCompute(gv));
+  });
+  // The same for a Gallocr: its tensors pointed into its freed buffers (graph.compute then wrote to freed memory).
+  t("tensors a Gallocr placed are unallocated once it frees its buffers or allocates another graph", () => {
+    using be = Backend.cpu({ nThreads: 1 });
+    using pool = new Context({ memSize: 1 << 20 });
+    using w = new Context({ memSize: 1 << 20, noAlloc: true });
+    const a = pool.newTensor1d(Type.F32, 4).set(Float32Array.of(1, 2, 3, 4));
+    const y = w.scale(a, 2);
+    const g = w.newGraph().buildForwardExpand(y);
+    const ga = new Gallocr(be.defaultBufferType);
+    ga.allocGraph(g);
+    be.graphCompute(g);
+    if ((tensorGet(y) as Float32Array).join() !== "2,4,6,8") throw new Error(`scale = ${tensorGet(y)}`);
+    const y2 = w.scale(a, 3);
+    ga.allocGraph(w.newGraph().buildForwardExpand(y2));
+    notAllocated(() => be.graphCompute(g), () => { ga.free(); return be.graphCompute(g); }, () => tensorGet(y2));
   });
 }
 
