@@ -55,9 +55,14 @@ export function bool(name: string, value: boolean): boolean {
   return value;
 }
 
+// The values of each enum object, built once (enums are generated constants).
+const memberSets = new WeakMap<object, Set<number>>();
+
 /** An enum argument: one of the members of `values` other than `COUNT`. */
 export function member<E extends Record<string, number>>(name: string, value: number, values: E, label: string): E[keyof E] {
-  if (typeof value !== "number" || value === values.COUNT || !Object.values(values).includes(value)) {
+  let set = memberSets.get(values);
+  if (!set) memberSets.set(values, set = new Set(Object.values(values)));
+  if (typeof value !== "number" || value === values.COUNT || !set.has(value)) {
     throw new ArgumentError(`${name} must be a ${label}, got ${String(value)}`);
   }
   return value as E[keyof E];

@@ -358,7 +358,8 @@ export class Context extends Ops {
     for (const [name, t, nullable] of operands) {
       if (t === null && nullable) continue;
       if (!(t instanceof Tensor)) throw new ArgumentError(`${op}: ${name} must be a Tensor, got ${t === null ? "null" : typeof t}`);
-      t.context._pool(`${op}: ${name}`);
+      if (t.context.freed) t.context._pool(`${op}: ${name}`); // the message only when it throws
+
     }
     return runtime().lib.symbols;
   }

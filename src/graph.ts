@@ -62,7 +62,8 @@ export class Graph {
   readonly grads: boolean;
   readonly #ptr: number;
   /** Every tensor visited, as ggml's visited hash set holds them; mirrored to check sizes before C. */
-  readonly #visited = new Set<number>();
+  // Tensor objects are canonical (one per native tensor), so they key the set: no boxed 47-bit addresses.
+  readonly #visited = new Set<Tensor>();
   readonly #leafs: Tensor[] = [];
   readonly #nodes: Tensor[] = [];
   #checked = false;
@@ -145,27 +146,45 @@ export class Graph {
     if (!(tensor instanceof Tensor)) throw new ArgumentError("buildForwardExpand: expected a Tensor");
     tensor.context._pool("buildForwardExpand: tensor");
     // Mirror ggml_visit_parents: which tensors are new, which of them leafs.
-    const seen = new Set<number>();
+    const visited = this.#visited;
     const newNodes: Tensor[] = [], newLeafs: Tensor[] = [];
-    const visit = (t: Tensor) => {
-      if (this.#visited.has(t._ptr) || seen.has(t._ptr)) return;
-      seen.add(t._ptr);
-      for (const s of t.src) visit(s);
+    // Post-order, sources left to right, as ggml_visit_parents; a loop instead of its
+    // recursion (deep chains neither overflow the JS stack nor slow JSC down).
+    const stack: Tensor[] = [], pending: Tensor[][] = [], next: number[] = [];
+    const enter = (t: Tensor) => {
+      visited.add(t);
+      stack.push(t);
+      pending.push(t.src);
+      next.push(0);
+    };
+    if (!visited.has(tensor)) enter(tensor);
+    while (stack.length > 0) {
+      const top = stack.length - 1, srcs = pending[top], i = next[top];
+      if (i < srcs.length) {
+        next[top] = i + 1;
+        if (!visited.has(srcs[i])) enter(srcs[i]);
+        continue;
+      }
+      const t = stack.pop()!;
+      pending.pop();
+      next.pop();
       if (t.op === Op.NONE && !(t.flags & TensorFlag.PARAM)) newLeafs.push(t);
       else newNodes.push(t);
-    };
-    visit(tensor);
+    }
     const nodes = this.#nodes.length + newNodes.length, leafs = this.#leafs.length + newLeafs.length;
     if (nodes > this.size || leafs > this.size) {
+      for (const t of newNodes) visited.delete(t);
+      for (const t of newLeafs) visited.delete(t);
       throw new GraphFullError(
         `buildForwardExpand: the graph holds ${this.size} nodes and ${this.size} leafs; this would make ${nodes} nodes and ${leafs} leafs (create it with ctx.newGraphCustom(size))`,
       );
     }
-    for (const t of [...newNodes, ...newLeafs]) this.context._depend(t.context);
+    const own = this.context;
+    for (const t of newNodes) if (t.context !== own) own._depend(t.context);
+    for (const t of newLeafs) if (t.context !== own) own._depend(t.context);
     runtime().lib.symbols.wsp_ggml_build_forward_expand(this.#ptr, tensor._ptr);
-    for (const p of seen) this.#visited.add(p);
-    this.#nodes.push(...newNodes);
-    this.#leafs.push(...newLeafs);
+    for (const t of newNodes) this.#nodes.push(t);
+    for (const t of newLeafs) this.#leafs.push(t);
     this.#checked = false;
     return this;
   }
@@ -230,9 +249,9 @@ export class Graph {
     for (let i = 0, n = this.nNodes; i < n; i++) {
       const t = this.node(i);
       this.#nodes.push(t);
-      this.#visited.add(t._ptr);
+      this.#visited.add(t);
     }
-    for (const t of this.#nodes) for (const s of t.src) if (!this.#visited.has(s._ptr)) { this.#visited.add(s._ptr); this.#leafs.push(s); }
+    for (const t of this.#nodes) for (const s of t.src) if (!this.#visited.has(s)) { this.#visited.add(s); this.#leafs.push(s); }
     this.#checked = false;
     return this;
   }
