@@ -90,16 +90,17 @@ export function sinkValue(): number {
 /** `wsp_ggml_nelements` / `wsp_ggml_nbytes`: the raw symbol, and the API getter (computed from the struct layout). */
 export function call(which: "nelements" | "nbytes", p: Params): Sample[] {
   const n = int(p, "n", 1_000_000), reps = int(p, "reps", 15);
-  using ctx = new Context({ memSize: 16 * tensorOverhead() + 64 * 32 * 4 + 1024 });
-  const t = ctx.newTensor2d(Type.F32, 64, 32);
+  using ctx = new Context({ memSize: 16 * tensorOverhead() + 2 * 64 * 32 * 4 + 1024 });
+  // Two tensors, used alternately, so that no JIT can hoist the loop-invariant query out of the loop (C does the same).
+  const ts = [ctx.newTensor2d(Type.F32, 64, 32), ctx.newTensor2d(Type.F32, 64, 32)];
   const s = loadLibrary().symbols;
-  const ptr = t.pointer;
+  const ptrs = ts.map((t) => t.pointer);
   // Each process runs one case, so `f` and `key` are fixed and the loops stay monomorphic.
   const f = which === "nelements" ? s.wsp_ggml_nelements : s.wsp_ggml_nbytes;
   const raw = measure(which, `raw wsp_ggml_${which}`, n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
-    for (let i = 0; i < n; i++) acc += f(ptr) as number;
+    for (let i = 0; i < n; i++) acc += f(ptrs[i & 1]) as number;
     const dt = nowNs() - t0;
     sink += acc;
     return dt;
@@ -108,7 +109,7 @@ export function call(which: "nelements" | "nbytes", p: Params): Sample[] {
   const api = measure(which, `API Tensor.${which}`, n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
-    for (let i = 0; i < n; i++) acc += t[key];
+    for (let i = 0; i < n; i++) acc += ts[i & 1][key];
     const dt = nowNs() - t0;
     sink += acc;
     return dt;
@@ -172,14 +173,17 @@ export function add(p: Params): Sample[] {
 export function shape(p: Params): Sample[] {
   const n = int(p, "n", 1_000_000), reps = int(p, "reps", 15);
   using ctx = new Context({ memSize: 4 * tensorOverhead(), noAlloc: true });
-  const t = ctx.newTensor3d(Type.F32, 64, 32, 3);
+  const ts = [ctx.newTensor3d(Type.F32, 64, 32, 3), ctx.newTensor3d(Type.F32, 64, 32, 3)];
   const s = loadLibrary().symbols;
-  const ptr = t.pointer;
+  const ptrs = ts.map((t) => t.pointer);
   const calls = measure("shape", "raw 4 calls (nelements+nrows+nbytes+n_dims)", n, reps, (n) => {
     const ne = s.wsp_ggml_nelements, nr = s.wsp_ggml_nrows, nb = s.wsp_ggml_nbytes, nd = s.wsp_ggml_n_dims;
     let acc = 0;
     const t0 = nowNs();
-    for (let i = 0; i < n; i++) acc += (ne(ptr) as number) + (nr(ptr) as number) + (nb(ptr) as number) + nd(ptr);
+    for (let i = 0; i < n; i++) {
+      const ptr = ptrs[i & 1];
+      acc += (ne(ptr) as number) + (nr(ptr) as number) + (nb(ptr) as number) + nd(ptr);
+    }
     const dt = nowNs() - t0;
     sink += acc;
     return dt;
@@ -187,7 +191,10 @@ export function shape(p: Params): Sample[] {
   const getters = measure("shape", "API getters (nelements+nrows+nbytes+nDims)", n, reps, (n) => {
     let acc = 0;
     const t0 = nowNs();
-    for (let i = 0; i < n; i++) acc += t.nelements + t.nrows + t.nbytes + t.nDims;
+    for (let i = 0; i < n; i++) {
+      const t = ts[i & 1];
+      acc += t.nelements + t.nrows + t.nbytes + t.nDims;
+    }
     const dt = nowNs() - t0;
     sink += acc;
     return dt;
@@ -196,7 +203,7 @@ export function shape(p: Params): Sample[] {
     let acc = 0;
     const t0 = nowNs();
     for (let i = 0; i < n; i++) {
-      const sh = t.shape;
+      const sh = ts[i & 1].shape;
       acc += sh[0] + sh[1] + sh[2] + sh[3];
     }
     const dt = nowNs() - t0;

@@ -106,17 +106,18 @@ static volatile int64_t g_sink;
 static void bench_call(const char * which) {
     long long n = param("n", 1000000);
     int reps = clamp_reps(param("reps", 15));
-    struct wsp_ggml_context * ctx = new_ctx(16 * wsp_ggml_tensor_overhead() + 64 * 32 * 4 + 1024, false);
-    struct wsp_ggml_tensor * t = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, 64, 32);
+    struct wsp_ggml_context * ctx = new_ctx(16 * wsp_ggml_tensor_overhead() + 2 * 64 * 32 * 4 + 1024, false);
+    // Two tensors used alternately, as the TS side does (there, so that no JIT hoists the query).
+    struct wsp_ggml_tensor * t[2] = { wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, 64, 32), wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, 64, 32) };
     double samples[MAX_SAMPLES];
     int nelements = strcmp(which, "nelements") == 0;
     for (int r = -1; r < reps; r++) {
         int64_t acc = 0;
         double t0 = now_ns();
         if (nelements)
-            for (long long i = 0; i < n; i++) acc += wsp_ggml_nelements(t);
+            for (long long i = 0; i < n; i++) acc += wsp_ggml_nelements(t[i & 1]);
         else
-            for (long long i = 0; i < n; i++) acc += (int64_t) wsp_ggml_nbytes(t);
+            for (long long i = 0; i < n; i++) acc += (int64_t) wsp_ggml_nbytes(t[i & 1]);
         double dt = now_ns() - t0;
         g_sink = acc;
         if (r >= 0) samples[r] = dt / n;
@@ -154,18 +155,20 @@ static void bench_shape(void) {
     long long n = param("n", 1000000);
     int reps = clamp_reps(param("reps", 15));
     struct wsp_ggml_context * ctx = new_ctx(4 * wsp_ggml_tensor_overhead(), true);
-    struct wsp_ggml_tensor * t = wsp_ggml_new_tensor_3d(ctx, WSP_GGML_TYPE_F32, 64, 32, 3);
+    struct wsp_ggml_tensor * t[2] = { wsp_ggml_new_tensor_3d(ctx, WSP_GGML_TYPE_F32, 64, 32, 3), wsp_ggml_new_tensor_3d(ctx, WSP_GGML_TYPE_F32, 64, 32, 3) };
     double calls[MAX_SAMPLES], reads[MAX_SAMPLES];
     for (int r = -1; r < reps; r++) {
         int64_t acc = 0;
         double t0 = now_ns();
-        for (long long i = 0; i < n; i++)
-            acc += wsp_ggml_nelements(t) + wsp_ggml_nrows(t) + (int64_t) wsp_ggml_nbytes(t) + wsp_ggml_n_dims(t);
+        for (long long i = 0; i < n; i++) {
+            struct wsp_ggml_tensor * p = t[i & 1];
+            acc += wsp_ggml_nelements(p) + wsp_ggml_nrows(p) + (int64_t) wsp_ggml_nbytes(p) + wsp_ggml_n_dims(p);
+        }
         double t1 = now_ns();
         // The struct read a C caller makes: the four ne[] through a pointer the compiler must reload.
-        struct wsp_ggml_tensor * volatile tv = t;
+        struct wsp_ggml_tensor * volatile tv[2] = { t[0], t[1] };
         for (long long i = 0; i < n; i++) {
-            struct wsp_ggml_tensor * p = tv;
+            struct wsp_ggml_tensor * p = tv[i & 1];
             acc += p->ne[0] + p->ne[1] + p->ne[2] + p->ne[3];
         }
         double t2 = now_ns();
