@@ -18,7 +18,7 @@ import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
 import { type Operand, Ops } from "./ops.gen.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
-import { nbytesAt, Tensor } from "./tensor.ts";
+import { i64At, nbytesAt, Tensor } from "./tensor.ts";
 
 /** Options of {@linkcode Context}. */
 export interface ContextOptions {
@@ -94,8 +94,6 @@ export const opStats = { maxObjects: 0 };
 // (tensorOverhead() minus the tensor struct) is checked by tests/api.test.ts.
 const OBJ_OFFS = 0, OBJ_SIZE = 8, OBJ_NEXT = 16, OBJ_TYPE = 24;
 const OBJECT_TYPE_TENSOR = 0;
-/** A little-endian u64 below 2^53 (pool offsets and sizes, addresses) without a bigint. */
-const u64 = (w: Int32Array, at: number) => (w[at >> 2] >>> 0) + (w[(at >> 2) + 1] >>> 0) * 4294967296;
 let scratchWords: Int32Array | undefined;
 const T = layouts.wsp_ggml_tensor.fields;
 
@@ -114,15 +112,15 @@ function measureInScratch(op: string, call: (ctx: number) => number, withData: b
   try {
     if (call(ptr) === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     let bytes = 0, objects = 0;
-    if (u64(v, OBJ_OFFS) === 0) return { bytes, objects };
+    if (i64At(v, OBJ_OFFS) === 0) return { bytes, objects };
     for (let o = 0;;) {
       objects++;
-      const offs = u64(v, o + OBJ_OFFS);
-      bytes = offs + u64(v, o + OBJ_SIZE);
-      if (withData && v[(o + OBJ_TYPE) >> 2] === OBJECT_TYPE_TENSOR && u64(v, offs + T.view_src.offset) === 0) {
+      const offs = i64At(v, o + OBJ_OFFS);
+      bytes = offs + i64At(v, o + OBJ_SIZE);
+      if (withData && v[(o + OBJ_TYPE) >> 2] === OBJECT_TYPE_TENSOR && i64At(v, offs + T.view_src.offset) === 0) {
         bytes += pad(nbytesAt(v, offs), MEM_ALIGN);
       }
-      const next = u64(v, o + OBJ_NEXT);
+      const next = i64At(v, o + OBJ_NEXT);
       if (next === 0) break;
       o = next - base;
     }
@@ -247,12 +245,12 @@ export class Context extends Ops {
     const v = this._words("usedMem");
     let o = this.#lastObject;
     if (o < 0) {
-      if (u64(v, OBJ_OFFS) === 0) return 0; // a fresh pool is zeroed: no object yet
+      if (i64At(v, OBJ_OFFS) === 0) return 0; // a fresh pool is zeroed: no object yet
       o = 0;
     }
-    for (let next = u64(v, o + OBJ_NEXT); next !== 0; next = u64(v, o + OBJ_NEXT)) o = next - this.#base;
+    for (let next = i64At(v, o + OBJ_NEXT); next !== 0; next = i64At(v, o + OBJ_NEXT)) o = next - this.#base;
     this.#lastObject = o;
-    return u64(v, o + OBJ_OFFS) + u64(v, o + OBJ_SIZE);
+    return i64At(v, o + OBJ_OFFS) + i64At(v, o + OBJ_SIZE);
   }
 
   /** Whether tensors are created without data. */

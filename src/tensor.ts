@@ -17,8 +17,8 @@ const NE = F.ne.offset, NB = F.nb.offset;
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-/** Reads the little-endian 64-bit integer at byte `at` of 32-bit `words` as a number (exact below 2^53). */
-function i64At(words: Int32Array, at: number): number {
+/** @internal Reads the little-endian 64-bit integer at byte `at` of 32-bit `words` as a number (exact below 2^53). */
+export function i64At(words: Int32Array, at: number): number {
   const i = at >> 2;
   return (words[i] >>> 0) + words[i + 1] * 4294967296;
 }

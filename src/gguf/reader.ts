@@ -9,7 +9,7 @@
  */
 import { closeSync, openSync, readSync } from "node:fs";
 import { GgufType, layouts, MEM_ALIGN, Type } from "../bindings.gen.ts";
-import { Context } from "../context.ts";
+import { Context, tensorOverhead } from "../context.ts";
 import { ArgumentError, GgufError } from "../errors.ts";
 import { cString } from "../ffi/common.ts";
 import { ffi, keepAlive } from "../loader.ts";
@@ -265,7 +265,7 @@ export class GgufFile {
     if (given !== undefined && !(given instanceof Context)) throw new ArgumentError("loadTensors: context must be a Context");
     const alloc = !(given?.noAlloc ?? false);
     if (alloc) for (const info of infos) this.#range(info);
-    const overhead = Number(runtime().lib.symbols.wsp_ggml_tensor_overhead());
+    const overhead = tensorOverhead();
     const context = given ?? new Context({
       memSize: infos.reduce((n, t) => n + overhead + Math.ceil(t.nbytes / MEM_ALIGN) * MEM_ALIGN, MEM_ALIGN),
     });
@@ -303,7 +303,7 @@ export class GgufFile {
   loadTensorsToBackend(target: Backend | BufferType, options: { names?: readonly string[] } = {}): { context: Context; tensors: Map<string, Tensor>; buffer: Buffer | null } {
     const infos = (options.names ?? this.tensors.map((t) => t.name)).map((n) => this.#info(n));
     for (const info of infos) this.#range(info);
-    const overhead = Number(runtime().lib.symbols.wsp_ggml_tensor_overhead());
+    const overhead = tensorOverhead();
     const context = new Context({ memSize: (infos.length + 1) * overhead, noAlloc: true });
     let buffer: Buffer | null = null;
     try {
