@@ -39,7 +39,7 @@ function arg(fn: FunctionIR, p: ParamIR, enums: Set<string>): Arg {
   const label = JSON.stringify(name);
   if (TENSOR.test(p.c)) {
     const nullable = NULLABLE[fn.name]?.includes(p.name) ?? false;
-    return { name, ts: nullable ? "Tensor | null" : "Tensor", pass: nullable ? `${name}?._ptr ?? 0` : `${name}._ptr`, tensor: true, nullable };
+    return { name, ts: nullable ? "Tensor | null" : "Tensor", pass: nullable ? `${name}?._h ?? 0` : `${name}._h`, tensor: true, nullable };
   }
   const simple: Record<string, [string, string]> = {
     "int": ["number", "int"],
@@ -88,18 +88,22 @@ export function emitOps(ir: ApiIR): string {
     const tensors = args.filter((a) => a.tensor).map((a) => a.name);
     const label = JSON.stringify(method);
     const body: string[] = [];
-    const operands = args.filter((a) => a.tensor).map((a) => `[${JSON.stringify(a.name)}, ${a.name}${a.nullable ? ", true" : ""}]`);
-    body.push(`const native = this._use(${[label, ...operands].join(", ")});`);
+    body.push(`const native = this._live(${label});`);
+    for (const a of args.filter((a) => a.tensor)) body.push(`this._operand(${[label, JSON.stringify(a.name), a.name, ...(a.nullable ? ["true"] : [])].join(", ")});`);
     for (const a of args) if (a.validate) body.push(a.validate);
     body.push(`opChecks.${method}(${args.map((a) => a.name).join(", ")});`);
+    // The common case runs the op directly; _make measures it first in the scratch context.
+    if (tensors.length > 8) throw new Error(`${fn.name}: more than 8 tensor operands; widen Ops._adopt`);
+    const direct = `native.${fn.name}(${["this._h", ...args.map((a) => a.pass)].join(", ")})`;
     const call = `(ctx) => native.${fn.name}(${["ctx", ...args.map((a) => a.pass)].join(", ")})`;
     const arrays = args.filter((a) => a.array).map((a) => a.array!);
+    const result = arrays.length ? "const result = " : "return ";
+    body.push(`${result}this._roomy()`);
+    body.push(`  ? this._adopt(${[label, direct, ...tensors].join(", ")})`);
+    body.push(`  : this._make(${[label, call, ...tensors].join(", ")});`);
     if (arrays.length) {
-      body.push(`const result = this._make(${[label, call, ...tensors].join(", ")});`);
       body.push(`keepAlive([${arrays.join(", ")}]);`);
       body.push("return result;");
-    } else {
-      body.push(`return this._make(${[label, call, ...tensors].join(", ")});`);
     }
     const notes = [`C: \`${fn.result.c}${fn.name}(${fn.params.map((p) => `${p.c}${p.c.endsWith("*") ? "" : " "}${p.name}`).join(", ")})\`.`];
     if (fn.flags.deprecated) notes.push("@deprecated (WSP_GGML_DEPRECATED in the header)");
@@ -121,6 +125,7 @@ export function emitOps(ir: ApiIR): string {
  */
 import { ${[...enums].sort().join(", ")} } from "./bindings.gen.ts";
 import type { WspGgml } from "./ffi/open.ts";
+import type { Handle } from "./ffi/types.ts";
 import { bool, float, i64, int, ints, member, size, uint } from "./args.ts";
 import { opChecks } from "./checks.ts";
 import { ffi, keepAlive } from "./loader.ts";
@@ -142,7 +147,17 @@ export abstract class Ops {
    */
   protected abstract _use(op: string, ...operands: Operand[]): WspGgml["symbols"];
   /** @internal Creates the op's result in the context (\`call\` gets the context pointer). */
-  protected abstract _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor;
+  protected abstract _make(op: string, call: (ctx: number) => Handle, ...operands: (Tensor | null)[]): Tensor;
+  /** @internal Checks that the context is alive; returns the native calls taking handles. */
+  protected abstract _live(op: string): WspGgml["handles"];
+  /** @internal Checks that \`value\` is a live tensor (or null where \`nullable\`). */
+  protected abstract _operand(op: string, name: string, value: Tensor | null, nullable?: boolean): void;
+  /** @internal Whether the context has room for any op's objects, so ops run directly. */
+  protected abstract _roomy(): boolean;
+  /** @internal The context as a handle. */
+  protected abstract get _h(): Handle;
+  /** @internal Wraps the result of an op run directly and records its operands' contexts (no rest parameter: no array per op). */
+  protected abstract _adopt(op: string, result: Handle, a?: Tensor | null, b?: Tensor | null, c?: Tensor | null, d?: Tensor | null, e?: Tensor | null, f?: Tensor | null, g?: Tensor | null, h?: Tensor | null): Tensor;
 
 ${methods.join("\n\n")}
 }

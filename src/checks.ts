@@ -15,12 +15,14 @@ import type { Tensor } from "./tensor.ts";
 
 // ---- predicates, as ggml.c defines them ----
 
-const sameShape = (a: Tensor, b: Tensor) => a.shape.every((n, i) => n === b.shape[i]);
-const isEmpty = (t: Tensor) => t.shape.some((n) => n === 0);
+// The hot predicates read ne[] through Tensor._ne: no shape arrays on the op path.
+const sameShape = (a: Tensor, b: Tensor) => a._ne(0) === b._ne(0) && a._ne(1) === b._ne(1) && a._ne(2) === b._ne(2) && a._ne(3) === b._ne(3);
+const isEmpty = (t: Tensor) => t._ne(0) === 0 || t._ne(1) === 0 || t._ne(2) === 0 || t._ne(3) === 0;
 /** `wsp_ggml_can_repeat(t0, t1)`: t0 can be broadcast to t1. */
-const canRepeat = (t0: Tensor, t1: Tensor) => isEmpty(t0) ? isEmpty(t1) : t1.shape.every((n, i) => n % t0.shape[i] === 0);
+const canRepeat = (t0: Tensor, t1: Tensor) =>
+  isEmpty(t0) ? isEmpty(t1) : t1._ne(0) % t0._ne(0) === 0 && t1._ne(1) % t0._ne(1) === 0 && t1._ne(2) % t0._ne(2) === 0 && t1._ne(3) % t0._ne(3) === 0;
 const canRepeatRows = (t0: Tensor, t1: Tensor) => t0.ne(0) === t1.ne(0) && canRepeat(t0, t1);
-const canMulMat = (t0: Tensor, t1: Tensor) => t0.ne(0) === t1.ne(0) && t1.ne(2) % t0.ne(2) === 0 && t1.ne(3) % t0.ne(3) === 0;
+const canMulMat = (t0: Tensor, t1: Tensor) => t0._ne(0) === t1._ne(0) && t1._ne(2) % t0._ne(2) === 0 && t1._ne(3) % t0._ne(3) === 0;
 const canOutProd = (t0: Tensor, t1: Tensor) => t0.ne(1) === t1.ne(1) && t1.ne(2) % t0.ne(2) === 0 && t1.ne(3) % t0.ne(3) === 0;
 const isScalar = (t: Tensor) => t.nelements === 1 && t.shape.every((n) => n === 1);
 const isVector = (t: Tensor) => t.ne(1) === 1 && t.ne(2) === 1 && t.ne(3) === 1;
@@ -44,11 +46,12 @@ function need(cond: boolean, op: string, message: string | (() => string), kind:
 const d = (t: Tensor) => t.describe();
 const typeName = (type: number) => runtime().types.get(type)?.name ?? String(type);
 
+// On the hot paths the failure closure is made only on failure (`cond || need(...)`): one less allocation per op.
 function contiguous(op: string, t: Tensor, what = "the operand"): void {
-  need(t.isContiguous, op, () => `${what} ${d(t)} must be contiguous (use ctx.cont())`);
+  if (!t.isContiguous) need(false, op, () => `${what} ${d(t)} must be contiguous (use ctx.cont())`);
 }
 function contiguous1(op: string, t: Tensor, what = "the operand"): void {
-  need(t.isContiguousN(1), op, () => `${what} ${d(t)} must be contiguous above its rows (use ctx.cont())`);
+  if (!t.isContiguousN(1)) need(false, op, () => `${what} ${d(t)} must be contiguous above its rows (use ctx.cont())`);
 }
 function typeIn(op: string, t: Tensor, types: readonly number[], what = "the operand"): void {
   need(types.includes(t.type), op, () => `${what} ${d(t)} must be ${types.map(typeName).join(" or ")}`, "type");
@@ -64,6 +67,19 @@ function nonNegative(op: string, name: string, v: number): void {
 }
 
 /** The checks of `wsp_ggml_new_tensor_impl` for a tensor of `type` and `shape`. */
+/**
+ * {@linkcode checkNewTensor} for `newTensor1d` … `newTensor4d` without a
+ * shape array: the common case (a known type, small dimensions) is decided
+ * here, anything else gets the full check and its message.
+ */
+function checkNewTensorNd(op: string, type: number, ne0: number, ne1 = 1, ne2 = 1, ne3 = 1, dims = 1): void {
+  const traits = runtime().types.get(type);
+  if (traits !== undefined && ne0 >= 0 && ne1 >= 0 && ne2 >= 0 && ne3 >= 0 && Number.isSafeInteger(ne0) && Number.isSafeInteger(ne1) &&
+    Number.isSafeInteger(ne2) && Number.isSafeInteger(ne3) && ne0 % traits.blckSize === 0 &&
+    Number.isSafeInteger((ne0 / traits.blckSize) * traits.typeSize * ne1 * ne2 * ne3)) return;
+  checkNewTensor(op, type, [ne0, ne1, ne2, ne3].slice(0, dims));
+}
+
 export function checkNewTensor(op: string, type: number, shape: readonly number[]): void {
   const traits = runtime().types.get(type);
   need(traits !== undefined, op, () => `type ${type} is not a tensor type this library can create`, "type");
@@ -110,8 +126,8 @@ function checkIm2col(op: string, a: Tensor, b: Tensor, s0: number, s1: number, p
 }
 
 function checkMulMat(op: string, a: Tensor, b: Tensor): void {
-  need(canMulMat(a, b), op, () => `cannot multiply ${d(a)} by ${d(b)}: ne0 must match and b's ne2, ne3 must be multiples of a's`);
-  need(!a.isTransposed, op, () => `the first operand ${d(a)} must not be transposed (use ctx.cont())`);
+  if (!canMulMat(a, b)) need(false, op, () => `cannot multiply ${d(a)} by ${d(b)}: ne0 must match and b's ne2, ne3 must be multiples of a's`);
+  if (a.isTransposed) need(false, op, () => `the first operand ${d(a)} must not be transposed (use ctx.cont())`);
 }
 
 function checkRope(op: string, a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number): void {
@@ -144,7 +160,9 @@ function checkLinearAttn(op: string, s: number, h: number, nTokens: number, nSeq
 }
 
 const none = (): void => {};
-const elementwise = (op: string) => (a: Tensor, b: Tensor) => need(canRepeat(b, a), op, () => `${d(b)} cannot be broadcast to ${d(a)} (each dimension of a must be a multiple of b's)`);
+const elementwise = (op: string) => (a: Tensor, b: Tensor) => {
+  if (!canRepeat(b, a)) need(false, op, () => `${d(b)} cannot be broadcast to ${d(a)} (each dimension of a must be a multiple of b's)`);
+};
 const unary = (op: string) => (a: Tensor) => contiguous1(op, a);
 const glu = (op: string) => (a: Tensor) => contiguous1(op, a);
 const gluSplit = (op: string) => (a: Tensor, b: Tensor) => {
@@ -207,10 +225,10 @@ export const BACKWARD_OPS: ReadonlySet<number> = new Set([
 
 /** The preconditions of every generated op. */
 export const opChecks: OpChecks = {
-  newTensor1d: (type, ne0) => checkNewTensor("newTensor1d", type, [ne0]),
-  newTensor2d: (type, ne0, ne1) => checkNewTensor("newTensor2d", type, [ne0, ne1]),
-  newTensor3d: (type, ne0, ne1, ne2) => checkNewTensor("newTensor3d", type, [ne0, ne1, ne2]),
-  newTensor4d: (type, ne0, ne1, ne2, ne3) => checkNewTensor("newTensor4d", type, [ne0, ne1, ne2, ne3]),
+  newTensor1d: (type, ne0) => checkNewTensorNd("newTensor1d", type, ne0, 1, 1, 1, 1),
+  newTensor2d: (type, ne0, ne1) => checkNewTensorNd("newTensor2d", type, ne0, ne1, 1, 1, 2),
+  newTensor3d: (type, ne0, ne1, ne2) => checkNewTensorNd("newTensor3d", type, ne0, ne1, ne2, 1, 3),
+  newTensor4d: (type, ne0, ne1, ne2, ne3) => checkNewTensorNd("newTensor4d", type, ne0, ne1, ne2, ne3, 4),
   dupTensor: none,
   viewTensor: none,
   dup: none,

@@ -18,6 +18,9 @@ import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
 import { type Operand, Ops } from "./ops.gen.ts";
 import { allocPool, initContext, runtime } from "./runtime.ts";
+import { addressOf } from "./ffi/common.ts";
+import type { Handle } from "./ffi/types.ts";
+import type { WspGgml } from "./ffi/open.ts";
 import { i64At, nbytesAt, Tensor } from "./tensor.ts";
 
 /** Options of {@linkcode Context}. */
@@ -103,14 +106,14 @@ const T = layouts.wsp_ggml_tensor.fields;
  * memory), then resets the scratch. `withData` adds the data, padded as
  * ggml pads it, of each tensor that is not a view.
  */
-function measureInScratch(op: string, call: (ctx: number) => number, withData: boolean): { bytes: number; objects: number } {
+function measureInScratch(op: string, call: (ctx: number) => Handle, withData: boolean): { bytes: number; objects: number } {
   const rt = runtime();
   const { ptr, view, base } = rt.scratch;
   const v = scratchWords ??= new Int32Array(view.buffer, view.byteOffset, view.byteLength >> 2);
   // The scratch was reset: the first object, if any, will be written at offset 0.
   v[OBJ_OFFS >> 2] = v[(OBJ_OFFS >> 2) + 1] = 0;
   try {
-    if (call(ptr) === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
+    if (addressOf(call(ptr)) === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     let bytes = 0, objects = 0;
     if (i64At(v, OBJ_OFFS) === 0) return { bytes, objects };
     for (let o = 0;;) {
@@ -180,6 +183,11 @@ export class Context extends Ops {
   #words: Int32Array;
   readonly #base: number;
   readonly #noAlloc: boolean;
+  readonly #h: Handle;
+  /** Free bytes that hold the objects of any op (MAX_OP_OBJECTS tensor headers). */
+  readonly #room: number;
+  readonly #handles: WspGgml["handles"];
+  /** One Tensor object per native tensor, keyed by its offset in the pool (a small integer, cheaper to hash than an address). */
   readonly #tensors = new Map<number, Tensor>();
   readonly #deps = new Set<Context>();
   #holds = 0;
@@ -203,8 +211,12 @@ export class Context extends Ops {
     } catch (e) {
       throw new ArgumentError(`memSize ${memSize} cannot be allocated: ${(e as Error).message}`);
     }
-    const ptr = initContext(rt.lib, pool.base, memSize, noAlloc);
+    const h = initContext(rt.lib, pool.base, memSize, noAlloc, true);
+    const ptr = addressOf(h);
     if (ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_init failed");
+    this.#h = h;
+    this.#room = MAX_OP_OBJECTS * (rt.objectSize + rt.tensorSize);
+    this.#handles = rt.lib.handles;
     this.#state = { ptr, buffer: pool.buffer, memSize };
     this.#view = pool.view;
     // Tensor fields are read as 32-bit words: typed-array reads are several times faster than DataView's on Bun.
@@ -303,17 +315,31 @@ export class Context extends Ops {
     return this.#words;
   }
 
+  /** @internal The native address of the pool's first byte. */
+  get _base(): number {
+    return this.#base;
+  }
+
+  /**
+   * @internal An upper bound of the tensors in this context: every tensor
+   * object takes at least {@linkcode tensorOverhead} bytes of the pool.
+   */
+  get _maxTensors(): number {
+    return this.#state.ptr === 0 ? 0 : Math.floor(this.usedMem / (runtime().objectSize + runtime().tensorSize));
+  }
+
   /** @internal Whether `ptr` points into this context's pool. */
   _contains(ptr: number, length = 0): boolean {
     return this.#state.ptr !== 0 && ptr >= this.#base && ptr + length <= this.#base + this.#state.memSize;
   }
 
   /** @internal The tensor object for a tensor of this pool (one object per tensor). */
-  _wrap(ptr: number): Tensor {
-    let t = this.#tensors.get(ptr);
+  _wrap(ptr: number, handle: Handle = ptr): Tensor {
+    const off = ptr - this.#base;
+    let t = this.#tensors.get(off);
     if (!t) {
-      t = new Tensor(this, ptr, ptr - this.#base);
-      this.#tensors.set(ptr, t);
+      t = new Tensor(this, ptr, off, handle);
+      this.#tensors.set(off, t);
     }
     return t;
   }
@@ -350,6 +376,48 @@ export class Context extends Ops {
     throw new GgmlError("NOT_ALLOCATED", `${what}: the data at 0x${data.toString(16)} is not in a context's pool`);
   }
 
+  /** @internal The native context as a handle (`NativeLibrary.handles`). */
+  protected override get _h(): Handle {
+    return this.#h;
+  }
+
+  /** @internal Checks that the context is alive; returns the native calls taking handles. */
+  protected override _live(op: string): WspGgml["handles"] {
+    if (this.#state.ptr === 0) this._pool(op);
+    return this.#handles;
+  }
+
+  /** @internal Checks that an operand is a live tensor (or null where allowed). */
+  protected override _operand(op: string, name: string, t: Tensor | null, nullable = false): void {
+    if (t instanceof Tensor) {
+      if (t.context.#state.ptr === 0) t.context._pool(`${op}: ${name}`);
+      return;
+    }
+    if (t === null && nullable) return;
+    throw new ArgumentError(`${op}: ${name} must be a Tensor, got ${t === null ? "null" : typeof t}`);
+  }
+
+  /**
+   * @internal Whether an op can run directly: in a `noAlloc` context every
+   * object an op creates is a tensor header, and no op creates more than
+   * {@linkcode MAX_OP_OBJECTS} (see {@linkcode _make}).
+   */
+  protected override _roomy(): boolean {
+    return this.#noAlloc && this.#state.memSize - this.usedMem >= this.#room;
+  }
+
+  /** @internal Wraps the result of an op that ran directly; records the contexts of its operands. */
+  protected override _adopt(op: string, h: Handle, a?: Tensor | null, b?: Tensor | null, c?: Tensor | null, d?: Tensor | null, e?: Tensor | null, f?: Tensor | null, g?: Tensor | null, i?: Tensor | null): Tensor {
+    const ptr = addressOf(h);
+    if (ptr === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
+    if (a && a.context !== this) this._depend(a.context);
+    if (b && b.context !== this) this._depend(b.context);
+    if (c) {
+      for (const t of [c, d, e, f, g, i]) if (t && t.context !== this) this._depend(t.context);
+    }
+    return this._wrap(ptr, h);
+  }
+
   /** @internal Checks the context and the operands of an op; returns the native symbols. */
   protected override _use(op: string, ...operands: Operand[]): ReturnType<typeof runtime>["lib"]["symbols"] {
     this._pool(op);
@@ -357,7 +425,6 @@ export class Context extends Ops {
       if (t === null && nullable) continue;
       if (!(t instanceof Tensor)) throw new ArgumentError(`${op}: ${name} must be a Tensor, got ${t === null ? "null" : typeof t}`);
       if (t.context.freed) t.context._pool(`${op}: ${name}`); // the message only when it throws
-
     }
     return runtime().lib.symbols;
   }
@@ -371,18 +438,17 @@ export class Context extends Ops {
    * objects are measured in JS (headers, and the data a tensor that is not a
    * view would take), and then here if it fits.
    */
-  protected override _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor {
-    const rt = runtime();
+  protected override _make(op: string, call: (ctx: number) => Handle, ...operands: (Tensor | null)[]): Tensor {
     const free = this.#state.memSize - this.usedMem;
-    if (!this.#noAlloc || free < MAX_OP_OBJECTS * (rt.objectSize + rt.tensorSize)) {
+    if (!this.#noAlloc || free < this.#room) {
       const { bytes, objects } = measureInScratch(op, call, !this.#noAlloc);
       if (objects > opStats.maxObjects) opStats.maxObjects = objects;
       if (bytes > free) throw new ContextOutOfMemoryError(op, bytes, free);
     }
-    const ptr = call(this.#state.ptr);
+    const h = call(this.#state.ptr), ptr = addressOf(h);
     if (ptr === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     for (const t of operands) if (t) this._depend(t.context);
-    return this._wrap(ptr);
+    return this._wrap(ptr, h);
   }
 
   /**

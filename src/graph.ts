@@ -12,7 +12,7 @@ import { runtime } from "./runtime.ts";
 import { BACKWARD_OPS } from "./checks.ts";
 import { CPU_TYPES } from "./cpu_types.gen.ts";
 import type { Context } from "./context.ts";
-import { Tensor } from "./tensor.ts";
+import { i64At, Tensor } from "./tensor.ts";
 
 const nameOf = (values: Record<string, number>) => new Map(Object.entries(values).map(([k, v]) => [v, k]));
 const OP_NAMES = nameOf(Op), UNARY_NAMES = nameOf(UnaryOp), GLU_NAMES = nameOf(GluOp), TYPE_NAMES = nameOf(Type);
@@ -42,6 +42,28 @@ export function checkData(what: string, t: Tensor): void {
   if (src !== null && src._data === 0) throw new NotAllocatedError(`${what}: ${t.describe()} views ${src.describe()}, which has no data any more (its buffer was freed)`);
 }
 
+// struct wsp_ggml_cgraph (ggml-impl.h, not a public header): int size, n_nodes, n_leafs, then the
+// nodes, grads, grad_accs and leafs arrays. The graph lives in its context's pool (JS memory),
+// so its counts and arrays are read from there; the first graph checks these offsets against the
+// public calls and, should they ever disagree, every graph keeps its JS mirror up to date instead.
+const CG_SIZE = 0, CG_N_NODES = 4, CG_N_LEAFS = 8, CG_NODES = 16, CG_LEAFS = 40;
+let cgraphLayout: boolean | undefined;
+
+/** Whether the cgraph layout above holds (checked once, on a fresh graph). */
+function cgraphLayoutHolds(w: Int32Array, off: number, ptr: number, size: number): boolean {
+  if (cgraphLayout !== undefined) return cgraphLayout;
+  const s = runtime().lib.symbols;
+  const nodes = i64At(w, off + CG_NODES);
+  return cgraphLayout = w[(off + CG_SIZE) >> 2] === size && s.wsp_ggml_graph_size(ptr) === size &&
+    w[(off + CG_N_NODES) >> 2] === 0 && w[(off + CG_N_LEAFS) >> 2] === 0 &&
+    nodes === s.wsp_ggml_graph_nodes(ptr) && i64At(w, off + CG_LEAFS) === nodes + 8 * size;
+}
+
+/** @internal Whether graphs read their counts and arrays from the pool (for tests). */
+export function cgraphLayoutKnown(): boolean {
+  return cgraphLayout === true;
+}
+
 /** Options of {@linkcode Graph.compute}. */
 export interface ComputeOptions {
   /** Threads to compute with (1 … 512); default 4 (`WSP_GGML_DEFAULT_N_THREADS`). */
@@ -61,11 +83,28 @@ export class Graph {
   /** Whether the graph has gradient slots (`newGraphCustom(size, true)`). */
   readonly grads: boolean;
   readonly #ptr: number;
-  /** Every tensor visited, as ggml's visited hash set holds them; mirrored to check sizes before C. */
-  // Tensor objects are canonical (one per native tensor), so they key the set: no boxed 47-bit addresses.
+  /** The graph's offset in its context's pool. */
+  readonly #off: number;
+  /**
+   * The JS mirror of the graph: its nodes and leafs as Tensor objects, and
+   * every tensor visited (ggml's visited hash set). It is how sizes are
+   * checked before C (ggml aborts on a full graph) and what compute's
+   * checks walk. Tensor objects are canonical (one per native tensor), so
+   * they key the set.
+   */
   readonly #visited = new Set<Tensor>();
   readonly #leafs: Tensor[] = [];
   readonly #nodes: Tensor[] = [];
+  /**
+   * Whether #nodes/#leafs lag behind the native graph: a buildForwardExpand
+   * that cannot overflow the graph goes straight to C, and the mirror is
+   * read back from the graph in the pool when next needed (#sync).
+   */
+  #stale = false;
+  /** Whether #visited lags behind #nodes/#leafs (rebuilt only for a checked expand). */
+  #visitedStale = false;
+  /** Contexts of the tensors expanded since the last #sync: where the new nodes' pointers resolve. */
+  readonly #roots = new Set<Context>();
   #checked = false;
   #busy = false;
 
@@ -73,8 +112,59 @@ export class Graph {
   constructor(context: Context, ptr: number, size: number, grads: boolean) {
     this.context = context;
     this.#ptr = ptr;
+    this.#off = ptr - context._base;
     this.size = size;
     this.grads = grads;
+    cgraphLayoutHolds(context._words("graph"), this.#off, ptr, size);
+  }
+
+  /** The graph's `n_nodes` and `n_leafs`, read from the pool. */
+  #counts(): [number, number] {
+    const w = this.context._words("graph");
+    return [w[(this.#off + CG_N_NODES) >> 2], w[(this.#off + CG_N_LEAFS) >> 2]];
+  }
+
+  /** Brings the mirror up to date with the native graph (after unchecked expands). */
+  #sync(): void {
+    if (!this.#stale) return;
+    const own = this.context;
+    const w = own._words("graph");
+    const contexts = new Set<Context>();
+    for (const r of this.#roots) for (const c of r._reachable()) if (c !== own) contexts.add(c);
+    const resolve = (p: number): Tensor => {
+      if (own._contains(p)) return own._wrap(p);
+      for (const c of contexts) {
+        if (!c._contains(p)) continue;
+        own._depend(c);
+        return c._wrap(p);
+      }
+      return own._resolve(p); // a freed context's tensor (UseAfterFreeError) or one of own's dependencies
+    };
+    const read = (list: Tensor[], array: number, n: number) => {
+      const at = i64At(w, this.#off + array) - own._base;
+      for (let i = list.length; i < n; i++) list.push(resolve(i64At(w, at + 8 * i)));
+    };
+    const [nodes, leafs] = this.#counts();
+    read(this.#nodes, CG_NODES, nodes);
+    read(this.#leafs, CG_LEAFS, leafs);
+    this.#roots.clear();
+    this.#stale = false;
+    this.#visitedStale = true;
+  }
+
+  /**
+   * Whether expanding from `tensor` cannot overflow the graph: at most every
+   * tensor of the contexts it can reach becomes a node or a leaf.
+   */
+  #cannotOverflow(tensor: Tensor): boolean {
+    if (!cgraphLayout) return false;
+    let bound = 0;
+    for (const c of tensor.context._reachable()) {
+      if (c.freed) return false; // the checked path throws the UseAfterFreeError
+      bound += c._maxTensors;
+    }
+    const [nodes, leafs] = this.#counts();
+    return nodes + bound <= this.size && leafs + bound <= this.size;
   }
 
   /** @internal Throws {@linkcode BusyError} while an asynchronous compute of this graph runs. */
@@ -89,6 +179,7 @@ export class Graph {
    */
   _acquire(what: string): () => void {
     this._idle(what);
+    this.#sync(); // records the contexts of nodes expanded unchecked
     const contexts = [...this.context._reachable()];
     this.#busy = true;
     for (const c of contexts) c._hold(1);
@@ -106,12 +197,14 @@ export class Graph {
 
   /** Number of nodes (`wsp_ggml_graph_n_nodes`). */
   get nNodes(): number {
-    return runtime().lib.symbols.wsp_ggml_graph_n_nodes(this.pointer);
+    if (!cgraphLayout) return runtime().lib.symbols.wsp_ggml_graph_n_nodes(this.pointer);
+    return this.#counts()[0];
   }
 
   /** Number of leafs (constants and inputs). */
   get nLeafs(): number {
     this.context._pool("graph");
+    this.#sync();
     return this.#leafs.length;
   }
 
@@ -123,15 +216,18 @@ export class Graph {
    */
   node(i: number): Tensor {
     int("i", i);
-    const n = this.nNodes;
+    this.context._pool("graph");
+    this.#sync();
+    const n = this.#nodes.length;
     if (i >= n || i < -n) throw new BoundsError(`node(${i}): the graph has ${n} nodes`);
-    return this.context._resolve(runtime().lib.symbols.wsp_ggml_graph_node(this.#ptr, i));
+    return this.#nodes[i < 0 ? n + i : i];
   }
 
   /** The nodes in evaluation order. */
   nodes(): Tensor[] {
-    const n = this.nNodes;
-    return Array.from({ length: n }, (_, i) => this.node(i));
+    this.context._pool("graph");
+    this.#sync();
+    return this.#nodes.slice();
   }
 
   /**
@@ -145,8 +241,21 @@ export class Graph {
     this._idle("buildForwardExpand");
     if (!(tensor instanceof Tensor)) throw new ArgumentError("buildForwardExpand: expected a Tensor");
     tensor.context._pool("buildForwardExpand: tensor");
-    // Mirror ggml_visit_parents: which tensors are new, which of them leafs.
+    if (this.#cannotOverflow(tensor)) {
+      this.#roots.add(tensor.context);
+      runtime().lib.symbols.wsp_ggml_build_forward_expand(this.#ptr, tensor._ptr);
+      this.#stale = true;
+      this.#checked = false;
+      return this;
+    }
+    this.#sync();
     const visited = this.#visited;
+    if (this.#visitedStale) {
+      for (const t of this.#nodes) visited.add(t);
+      for (const t of this.#leafs) visited.add(t);
+      this.#visitedStale = false;
+    }
+    // Mirror ggml_visit_parents: which tensors are new, which of them leafs.
     const newNodes: Tensor[] = [], newLeafs: Tensor[] = [];
     // Post-order, sources left to right, as ggml_visit_parents; a loop instead of its
     // recursion (deep chains neither overflow the JS stack nor slow JSC down).
@@ -202,6 +311,7 @@ export class Graph {
     this._idle("buildBackwardExpand");
     context._pool("buildBackwardExpand: context");
     if (!this.grads) throw new ArgumentError("buildBackwardExpand: the graph has no gradient slots; create it with ctx.newGraphCustom(size, true)");
+    this.#sync();
     if (this.#nodes.length === 0) throw new ArgumentError("buildBackwardExpand: the graph has no nodes; call buildForwardExpand first");
     const nodes = this.#nodes;
     if (!nodes.some((n) => n.flags & TensorFlag.PARAM)) {
@@ -243,15 +353,18 @@ export class Graph {
     }
     const before = context.usedMem;
     rt.lib.symbols.wsp_ggml_build_backward_expand(context._ptr, this.#ptr, 0);
-    if (context.usedMem !== before) this.context._depend(context);
-    // The backward pass added nodes: resynchronise the mirror from C.
-    this.#nodes.length = 0;
-    for (let i = 0, n = this.nNodes; i < n; i++) {
-      const t = this.node(i);
-      this.#nodes.push(t);
-      this.#visited.add(t);
+    if (context.usedMem !== before) {
+      this.context._depend(context);
+      // The gradients' sources are the forward tensors: a later expand from a gradient reaches them.
+      for (const c of this.context._reachable()) context._depend(c);
     }
-    for (const t of this.#nodes) for (const s of t.src) if (!this.#visited.has(s)) { this.#visited.add(s); this.#leafs.push(s); }
+    // The backward pass added nodes: read the mirror back from C.
+    this.#nodes.length = 0;
+    this.#leafs.length = 0;
+    this.#visited.clear();
+    this.#roots.add(context);
+    this.#stale = true;
+    this.#sync();
     this.#checked = false;
     return this;
   }
@@ -269,6 +382,7 @@ export class Graph {
   reset(): this {
     if (!this.grads) throw new ArgumentError("reset: the graph has no gradient slots");
     this._idle("reset");
+    this.#sync();
     for (const n of this.#nodes) {
       const g = this.grad(n);
       if (g && !g.isAllocated) throw new NotAllocatedError(`reset: the gradient of ${n.describe()} is not allocated`);
@@ -307,6 +421,7 @@ export class Graph {
     if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
     this.context._pool("compute");
     this._idle("compute");
+    this.#sync();
     if (this.#nodes.length === 0) return this;
     this.#preflight();
     const rt = runtime();

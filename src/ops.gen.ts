@@ -11,6 +11,7 @@
  */
 import { GluOp, OpPool, ScaleMode, SortOrder, Type, UnaryOp } from "./bindings.gen.ts";
 import type { WspGgml } from "./ffi/open.ts";
+import type { Handle } from "./ffi/types.ts";
 import { bool, float, i64, int, ints, member, size, uint } from "./args.ts";
 import { opChecks } from "./checks.ts";
 import { ffi, keepAlive } from "./loader.ts";
@@ -435,74 +436,98 @@ export abstract class Ops {
    */
   protected abstract _use(op: string, ...operands: Operand[]): WspGgml["symbols"];
   /** @internal Creates the op's result in the context (`call` gets the context pointer). */
-  protected abstract _make(op: string, call: (ctx: number) => number, ...operands: (Tensor | null)[]): Tensor;
+  protected abstract _make(op: string, call: (ctx: number) => Handle, ...operands: (Tensor | null)[]): Tensor;
+  /** @internal Checks that the context is alive; returns the native calls taking handles. */
+  protected abstract _live(op: string): WspGgml["handles"];
+  /** @internal Checks that `value` is a live tensor (or null where `nullable`). */
+  protected abstract _operand(op: string, name: string, value: Tensor | null, nullable?: boolean): void;
+  /** @internal Whether the context has room for any op's objects, so ops run directly. */
+  protected abstract _roomy(): boolean;
+  /** @internal The context as a handle. */
+  protected abstract get _h(): Handle;
+  /** @internal Wraps the result of an op run directly and records its operands' contexts (no rest parameter: no array per op). */
+  protected abstract _adopt(op: string, result: Handle, a?: Tensor | null, b?: Tensor | null, c?: Tensor | null, d?: Tensor | null, e?: Tensor | null, f?: Tensor | null, g?: Tensor | null, h?: Tensor | null): Tensor;
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_1d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0)`.
    */
   newTensor1d(type: Type, ne0: number): Tensor {
-    const native = this._use("newTensor1d");
+    const native = this._live("newTensor1d");
     member("type", type, Type, "Type");
     i64("ne0", ne0);
     opChecks.newTensor1d(type, ne0);
-    return this._make("newTensor1d", (ctx) => native.wsp_ggml_new_tensor_1d(ctx, type, ne0));
+    return this._roomy()
+      ? this._adopt("newTensor1d", native.wsp_ggml_new_tensor_1d(this._h, type, ne0))
+      : this._make("newTensor1d", (ctx) => native.wsp_ggml_new_tensor_1d(ctx, type, ne0));
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_2d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1)`.
    */
   newTensor2d(type: Type, ne0: number, ne1: number): Tensor {
-    const native = this._use("newTensor2d");
+    const native = this._live("newTensor2d");
     member("type", type, Type, "Type");
     i64("ne0", ne0);
     i64("ne1", ne1);
     opChecks.newTensor2d(type, ne0, ne1);
-    return this._make("newTensor2d", (ctx) => native.wsp_ggml_new_tensor_2d(ctx, type, ne0, ne1));
+    return this._roomy()
+      ? this._adopt("newTensor2d", native.wsp_ggml_new_tensor_2d(this._h, type, ne0, ne1))
+      : this._make("newTensor2d", (ctx) => native.wsp_ggml_new_tensor_2d(ctx, type, ne0, ne1));
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_3d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2)`.
    */
   newTensor3d(type: Type, ne0: number, ne1: number, ne2: number): Tensor {
-    const native = this._use("newTensor3d");
+    const native = this._live("newTensor3d");
     member("type", type, Type, "Type");
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     opChecks.newTensor3d(type, ne0, ne1, ne2);
-    return this._make("newTensor3d", (ctx) => native.wsp_ggml_new_tensor_3d(ctx, type, ne0, ne1, ne2));
+    return this._roomy()
+      ? this._adopt("newTensor3d", native.wsp_ggml_new_tensor_3d(this._h, type, ne0, ne1, ne2))
+      : this._make("newTensor3d", (ctx) => native.wsp_ggml_new_tensor_3d(ctx, type, ne0, ne1, ne2));
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
    */
   newTensor4d(type: Type, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
-    const native = this._use("newTensor4d");
+    const native = this._live("newTensor4d");
     member("type", type, Type, "Type");
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     i64("ne3", ne3);
     opChecks.newTensor4d(type, ne0, ne1, ne2, ne3);
-    return this._make("newTensor4d", (ctx) => native.wsp_ggml_new_tensor_4d(ctx, type, ne0, ne1, ne2, ne3));
+    return this._roomy()
+      ? this._adopt("newTensor4d", native.wsp_ggml_new_tensor_4d(this._h, type, ne0, ne1, ne2, ne3))
+      : this._make("newTensor4d", (ctx) => native.wsp_ggml_new_tensor_4d(ctx, type, ne0, ne1, ne2, ne3));
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup_tensor(struct wsp_ggml_context *ctx, const struct wsp_ggml_tensor *src)`.
    */
   dupTensor(src: Tensor): Tensor {
-    const native = this._use("dupTensor", ["src", src]);
+    const native = this._live("dupTensor");
+    this._operand("dupTensor", "src", src);
     opChecks.dupTensor(src);
-    return this._make("dupTensor", (ctx) => native.wsp_ggml_dup_tensor(ctx, src._ptr), src);
+    return this._roomy()
+      ? this._adopt("dupTensor", native.wsp_ggml_dup_tensor(this._h, src._h), src)
+      : this._make("dupTensor", (ctx) => native.wsp_ggml_dup_tensor(ctx, src._h), src);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_tensor(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *src)`.
    */
   viewTensor(src: Tensor): Tensor {
-    const native = this._use("viewTensor", ["src", src]);
+    const native = this._live("viewTensor");
+    this._operand("viewTensor", "src", src);
     opChecks.viewTensor(src);
-    return this._make("viewTensor", (ctx) => native.wsp_ggml_view_tensor(ctx, src._ptr), src);
+    return this._roomy()
+      ? this._adopt("viewTensor", native.wsp_ggml_view_tensor(this._h, src._h), src)
+      : this._make("viewTensor", (ctx) => native.wsp_ggml_view_tensor(ctx, src._h), src);
   }
 
   /**
@@ -511,9 +536,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   dup(a: Tensor): Tensor {
-    const native = this._use("dup", ["a", a]);
+    const native = this._live("dup");
+    this._operand("dup", "a", a);
     opChecks.dup(a);
-    return this._make("dup", (ctx) => native.wsp_ggml_dup(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("dup", native.wsp_ggml_dup(this._h, a._h), a)
+      : this._make("dup", (ctx) => native.wsp_ggml_dup(ctx, a._h), a);
   }
 
   /**
@@ -522,37 +550,52 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   dupInplace(a: Tensor): Tensor {
-    const native = this._use("dupInplace", ["a", a]);
+    const native = this._live("dupInplace");
+    this._operand("dupInplace", "a", a);
     opChecks.dupInplace(a);
-    return this._make("dupInplace", (ctx) => native.wsp_ggml_dup_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("dupInplace", native.wsp_ggml_dup_inplace(this._h, a._h), a)
+      : this._make("dupInplace", (ctx) => native.wsp_ggml_dup_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   add(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("add", ["a", a], ["b", b]);
+    const native = this._live("add");
+    this._operand("add", "a", a);
+    this._operand("add", "b", b);
     opChecks.add(a, b);
-    return this._make("add", (ctx) => native.wsp_ggml_add(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("add", native.wsp_ggml_add(this._h, a._h, b._h), a, b)
+      : this._make("add", (ctx) => native.wsp_ggml_add(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   addInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("addInplace", ["a", a], ["b", b]);
+    const native = this._live("addInplace");
+    this._operand("addInplace", "a", a);
+    this._operand("addInplace", "b", b);
     opChecks.addInplace(a, b);
-    return this._make("addInplace", (ctx) => native.wsp_ggml_add_inplace(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("addInplace", native.wsp_ggml_add_inplace(this._h, a._h, b._h), a, b)
+      : this._make("addInplace", (ctx) => native.wsp_ggml_add_inplace(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_type type)`.
    */
   addCast(a: Tensor, b: Tensor, type: Type): Tensor {
-    const native = this._use("addCast", ["a", a], ["b", b]);
+    const native = this._live("addCast");
+    this._operand("addCast", "a", a);
+    this._operand("addCast", "b", b);
     member("type", type, Type, "Type");
     opChecks.addCast(a, b, type);
-    return this._make("addCast", (ctx) => native.wsp_ggml_add_cast(ctx, a._ptr, b._ptr, type), a, b);
+    return this._roomy()
+      ? this._adopt("addCast", native.wsp_ggml_add_cast(this._h, a._h, b._h, type), a, b)
+      : this._make("addCast", (ctx) => native.wsp_ggml_add_cast(ctx, a._h, b._h, type), a, b);
   }
 
   /**
@@ -561,27 +604,40 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)`.
    */
   addId(a: Tensor, b: Tensor, ids: Tensor): Tensor {
-    const native = this._use("addId", ["a", a], ["b", b], ["ids", ids]);
+    const native = this._live("addId");
+    this._operand("addId", "a", a);
+    this._operand("addId", "b", b);
+    this._operand("addId", "ids", ids);
     opChecks.addId(a, b, ids);
-    return this._make("addId", (ctx) => native.wsp_ggml_add_id(ctx, a._ptr, b._ptr, ids._ptr), a, b, ids);
+    return this._roomy()
+      ? this._adopt("addId", native.wsp_ggml_add_id(this._h, a._h, b._h, ids._h), a, b, ids)
+      : this._make("addId", (ctx) => native.wsp_ggml_add_id(ctx, a._h, b._h, ids._h), a, b, ids);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   add1(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("add1", ["a", a], ["b", b]);
+    const native = this._live("add1");
+    this._operand("add1", "a", a);
+    this._operand("add1", "b", b);
     opChecks.add1(a, b);
-    return this._make("add1", (ctx) => native.wsp_ggml_add1(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("add1", native.wsp_ggml_add1(this._h, a._h, b._h), a, b)
+      : this._make("add1", (ctx) => native.wsp_ggml_add1(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   add1Inplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("add1Inplace", ["a", a], ["b", b]);
+    const native = this._live("add1Inplace");
+    this._operand("add1Inplace", "a", a);
+    this._operand("add1Inplace", "b", b);
     opChecks.add1Inplace(a, b);
-    return this._make("add1Inplace", (ctx) => native.wsp_ggml_add1_inplace(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("add1Inplace", native.wsp_ggml_add1_inplace(this._h, a._h, b._h), a, b)
+      : this._make("add1Inplace", (ctx) => native.wsp_ggml_add1_inplace(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -592,170 +648,232 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_acc(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   acc(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("acc", ["a", a], ["b", b]);
+    const native = this._live("acc");
+    this._operand("acc", "a", a);
+    this._operand("acc", "b", b);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
     size("offset", offset);
     opChecks.acc(a, b, nb1, nb2, nb3, offset);
-    return this._make("acc", (ctx) => native.wsp_ggml_acc(ctx, a._ptr, b._ptr, nb1, nb2, nb3, offset), a, b);
+    return this._roomy()
+      ? this._adopt("acc", native.wsp_ggml_acc(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
+      : this._make("acc", (ctx) => native.wsp_ggml_acc(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_acc_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   accInplace(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("accInplace", ["a", a], ["b", b]);
+    const native = this._live("accInplace");
+    this._operand("accInplace", "a", a);
+    this._operand("accInplace", "b", b);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
     size("offset", offset);
     opChecks.accInplace(a, b, nb1, nb2, nb3, offset);
-    return this._make("accInplace", (ctx) => native.wsp_ggml_acc_inplace(ctx, a._ptr, b._ptr, nb1, nb2, nb3, offset), a, b);
+    return this._roomy()
+      ? this._adopt("accInplace", native.wsp_ggml_acc_inplace(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
+      : this._make("accInplace", (ctx) => native.wsp_ggml_acc_inplace(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sub(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   sub(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("sub", ["a", a], ["b", b]);
+    const native = this._live("sub");
+    this._operand("sub", "a", a);
+    this._operand("sub", "b", b);
     opChecks.sub(a, b);
-    return this._make("sub", (ctx) => native.wsp_ggml_sub(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("sub", native.wsp_ggml_sub(this._h, a._h, b._h), a, b)
+      : this._make("sub", (ctx) => native.wsp_ggml_sub(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sub_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   subInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("subInplace", ["a", a], ["b", b]);
+    const native = this._live("subInplace");
+    this._operand("subInplace", "a", a);
+    this._operand("subInplace", "b", b);
     opChecks.subInplace(a, b);
-    return this._make("subInplace", (ctx) => native.wsp_ggml_sub_inplace(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("subInplace", native.wsp_ggml_sub_inplace(this._h, a._h, b._h), a, b)
+      : this._make("subInplace", (ctx) => native.wsp_ggml_sub_inplace(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   mul(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("mul", ["a", a], ["b", b]);
+    const native = this._live("mul");
+    this._operand("mul", "a", a);
+    this._operand("mul", "b", b);
     opChecks.mul(a, b);
-    return this._make("mul", (ctx) => native.wsp_ggml_mul(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("mul", native.wsp_ggml_mul(this._h, a._h, b._h), a, b)
+      : this._make("mul", (ctx) => native.wsp_ggml_mul(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   mulInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("mulInplace", ["a", a], ["b", b]);
+    const native = this._live("mulInplace");
+    this._operand("mulInplace", "a", a);
+    this._operand("mulInplace", "b", b);
     opChecks.mulInplace(a, b);
-    return this._make("mulInplace", (ctx) => native.wsp_ggml_mul_inplace(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("mulInplace", native.wsp_ggml_mul_inplace(this._h, a._h, b._h), a, b)
+      : this._make("mulInplace", (ctx) => native.wsp_ggml_mul_inplace(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_div(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   div(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("div", ["a", a], ["b", b]);
+    const native = this._live("div");
+    this._operand("div", "a", a);
+    this._operand("div", "b", b);
     opChecks.div(a, b);
-    return this._make("div", (ctx) => native.wsp_ggml_div(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("div", native.wsp_ggml_div(this._h, a._h, b._h), a, b)
+      : this._make("div", (ctx) => native.wsp_ggml_div(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_div_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   divInplace(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("divInplace", ["a", a], ["b", b]);
+    const native = this._live("divInplace");
+    this._operand("divInplace", "a", a);
+    this._operand("divInplace", "b", b);
     opChecks.divInplace(a, b);
-    return this._make("divInplace", (ctx) => native.wsp_ggml_div_inplace(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("divInplace", native.wsp_ggml_div_inplace(this._h, a._h, b._h), a, b)
+      : this._make("divInplace", (ctx) => native.wsp_ggml_div_inplace(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqr(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqr(a: Tensor): Tensor {
-    const native = this._use("sqr", ["a", a]);
+    const native = this._live("sqr");
+    this._operand("sqr", "a", a);
     opChecks.sqr(a);
-    return this._make("sqr", (ctx) => native.wsp_ggml_sqr(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sqr", native.wsp_ggml_sqr(this._h, a._h), a)
+      : this._make("sqr", (ctx) => native.wsp_ggml_sqr(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqr_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqrInplace(a: Tensor): Tensor {
-    const native = this._use("sqrInplace", ["a", a]);
+    const native = this._live("sqrInplace");
+    this._operand("sqrInplace", "a", a);
     opChecks.sqrInplace(a);
-    return this._make("sqrInplace", (ctx) => native.wsp_ggml_sqr_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sqrInplace", native.wsp_ggml_sqr_inplace(this._h, a._h), a)
+      : this._make("sqrInplace", (ctx) => native.wsp_ggml_sqr_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqrt(a: Tensor): Tensor {
-    const native = this._use("sqrt", ["a", a]);
+    const native = this._live("sqrt");
+    this._operand("sqrt", "a", a);
     opChecks.sqrt(a);
-    return this._make("sqrt", (ctx) => native.wsp_ggml_sqrt(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sqrt", native.wsp_ggml_sqrt(this._h, a._h), a)
+      : this._make("sqrt", (ctx) => native.wsp_ggml_sqrt(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sqrtInplace(a: Tensor): Tensor {
-    const native = this._use("sqrtInplace", ["a", a]);
+    const native = this._live("sqrtInplace");
+    this._operand("sqrtInplace", "a", a);
     opChecks.sqrtInplace(a);
-    return this._make("sqrtInplace", (ctx) => native.wsp_ggml_sqrt_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sqrtInplace", native.wsp_ggml_sqrt_inplace(this._h, a._h), a)
+      : this._make("sqrtInplace", (ctx) => native.wsp_ggml_sqrt_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_log(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   log(a: Tensor): Tensor {
-    const native = this._use("log", ["a", a]);
+    const native = this._live("log");
+    this._operand("log", "a", a);
     opChecks.log(a);
-    return this._make("log", (ctx) => native.wsp_ggml_log(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("log", native.wsp_ggml_log(this._h, a._h), a)
+      : this._make("log", (ctx) => native.wsp_ggml_log(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_log_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   logInplace(a: Tensor): Tensor {
-    const native = this._use("logInplace", ["a", a]);
+    const native = this._live("logInplace");
+    this._operand("logInplace", "a", a);
     opChecks.logInplace(a);
-    return this._make("logInplace", (ctx) => native.wsp_ggml_log_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("logInplace", native.wsp_ggml_log_inplace(this._h, a._h), a)
+      : this._make("logInplace", (ctx) => native.wsp_ggml_log_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sin(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sin(a: Tensor): Tensor {
-    const native = this._use("sin", ["a", a]);
+    const native = this._live("sin");
+    this._operand("sin", "a", a);
     opChecks.sin(a);
-    return this._make("sin", (ctx) => native.wsp_ggml_sin(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sin", native.wsp_ggml_sin(this._h, a._h), a)
+      : this._make("sin", (ctx) => native.wsp_ggml_sin(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sin_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sinInplace(a: Tensor): Tensor {
-    const native = this._use("sinInplace", ["a", a]);
+    const native = this._live("sinInplace");
+    this._operand("sinInplace", "a", a);
     opChecks.sinInplace(a);
-    return this._make("sinInplace", (ctx) => native.wsp_ggml_sin_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sinInplace", native.wsp_ggml_sin_inplace(this._h, a._h), a)
+      : this._make("sinInplace", (ctx) => native.wsp_ggml_sin_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   cos(a: Tensor): Tensor {
-    const native = this._use("cos", ["a", a]);
+    const native = this._live("cos");
+    this._operand("cos", "a", a);
     opChecks.cos(a);
-    return this._make("cos", (ctx) => native.wsp_ggml_cos(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("cos", native.wsp_ggml_cos(this._h, a._h), a)
+      : this._make("cos", (ctx) => native.wsp_ggml_cos(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   cosInplace(a: Tensor): Tensor {
-    const native = this._use("cosInplace", ["a", a]);
+    const native = this._live("cosInplace");
+    this._operand("cosInplace", "a", a);
     opChecks.cosInplace(a);
-    return this._make("cosInplace", (ctx) => native.wsp_ggml_cos_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("cosInplace", native.wsp_ggml_cos_inplace(this._h, a._h), a)
+      : this._make("cosInplace", (ctx) => native.wsp_ggml_cos_inplace(ctx, a._h), a);
   }
 
   /**
@@ -764,9 +882,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sum(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sum(a: Tensor): Tensor {
-    const native = this._use("sum", ["a", a]);
+    const native = this._live("sum");
+    this._operand("sum", "a", a);
     opChecks.sum(a);
-    return this._make("sum", (ctx) => native.wsp_ggml_sum(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sum", native.wsp_ggml_sum(this._h, a._h), a)
+      : this._make("sum", (ctx) => native.wsp_ggml_sum(ctx, a._h), a);
   }
 
   /**
@@ -775,9 +896,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_sum_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sumRows(a: Tensor): Tensor {
-    const native = this._use("sumRows", ["a", a]);
+    const native = this._live("sumRows");
+    this._operand("sumRows", "a", a);
     opChecks.sumRows(a);
-    return this._make("sumRows", (ctx) => native.wsp_ggml_sum_rows(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sumRows", native.wsp_ggml_sum_rows(this._h, a._h), a)
+      : this._make("sumRows", (ctx) => native.wsp_ggml_sum_rows(ctx, a._h), a);
   }
 
   /**
@@ -786,9 +910,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mean(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   mean(a: Tensor): Tensor {
-    const native = this._use("mean", ["a", a]);
+    const native = this._live("mean");
+    this._operand("mean", "a", a);
     opChecks.mean(a);
-    return this._make("mean", (ctx) => native.wsp_ggml_mean(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("mean", native.wsp_ggml_mean(this._h, a._h), a)
+      : this._make("mean", (ctx) => native.wsp_ggml_mean(ctx, a._h), a);
   }
 
   /**
@@ -797,9 +924,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_argmax(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   argmax(a: Tensor): Tensor {
-    const native = this._use("argmax", ["a", a]);
+    const native = this._live("argmax");
+    this._operand("argmax", "a", a);
     opChecks.argmax(a);
-    return this._make("argmax", (ctx) => native.wsp_ggml_argmax(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("argmax", native.wsp_ggml_argmax(this._h, a._h), a)
+      : this._make("argmax", (ctx) => native.wsp_ggml_argmax(ctx, a._h), a);
   }
 
   /**
@@ -808,9 +938,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_count_equal(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   countEqual(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("countEqual", ["a", a], ["b", b]);
+    const native = this._live("countEqual");
+    this._operand("countEqual", "a", a);
+    this._operand("countEqual", "b", b);
     opChecks.countEqual(a, b);
-    return this._make("countEqual", (ctx) => native.wsp_ggml_count_equal(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("countEqual", native.wsp_ggml_count_equal(this._h, a._h, b._h), a, b)
+      : this._make("countEqual", (ctx) => native.wsp_ggml_count_equal(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -820,9 +954,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   repeat(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("repeat", ["a", a], ["b", b]);
+    const native = this._live("repeat");
+    this._operand("repeat", "a", a);
+    this._operand("repeat", "b", b);
     opChecks.repeat(a, b);
-    return this._make("repeat", (ctx) => native.wsp_ggml_repeat(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("repeat", native.wsp_ggml_repeat(this._h, a._h, b._h), a, b)
+      : this._make("repeat", (ctx) => native.wsp_ggml_repeat(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -831,13 +969,16 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
    */
   repeat4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
-    const native = this._use("repeat4d", ["a", a]);
+    const native = this._live("repeat4d");
+    this._operand("repeat4d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     i64("ne3", ne3);
     opChecks.repeat4d(a, ne0, ne1, ne2, ne3);
-    return this._make("repeat4d", (ctx) => native.wsp_ggml_repeat_4d(ctx, a._ptr, ne0, ne1, ne2, ne3), a);
+    return this._roomy()
+      ? this._adopt("repeat4d", native.wsp_ggml_repeat_4d(this._h, a._h, ne0, ne1, ne2, ne3), a)
+      : this._make("repeat4d", (ctx) => native.wsp_ggml_repeat_4d(ctx, a._h, ne0, ne1, ne2, ne3), a);
   }
 
   /**
@@ -846,9 +987,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   repeatBack(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("repeatBack", ["a", a], ["b", b]);
+    const native = this._live("repeatBack");
+    this._operand("repeatBack", "a", a);
+    this._operand("repeatBack", "b", b);
     opChecks.repeatBack(a, b);
-    return this._make("repeatBack", (ctx) => native.wsp_ggml_repeat_back(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("repeatBack", native.wsp_ggml_repeat_back(this._h, a._h, b._h), a, b)
+      : this._make("repeatBack", (ctx) => native.wsp_ggml_repeat_back(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -858,183 +1003,244 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_concat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int dim)`.
    */
   concat(a: Tensor, b: Tensor, dim: number): Tensor {
-    const native = this._use("concat", ["a", a], ["b", b]);
+    const native = this._live("concat");
+    this._operand("concat", "a", a);
+    this._operand("concat", "b", b);
     int("dim", dim);
     opChecks.concat(a, b, dim);
-    return this._make("concat", (ctx) => native.wsp_ggml_concat(ctx, a._ptr, b._ptr, dim), a, b);
+    return this._roomy()
+      ? this._adopt("concat", native.wsp_ggml_concat(this._h, a._h, b._h, dim), a, b)
+      : this._make("concat", (ctx) => native.wsp_ggml_concat(ctx, a._h, b._h, dim), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_abs(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   abs(a: Tensor): Tensor {
-    const native = this._use("abs", ["a", a]);
+    const native = this._live("abs");
+    this._operand("abs", "a", a);
     opChecks.abs(a);
-    return this._make("abs", (ctx) => native.wsp_ggml_abs(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("abs", native.wsp_ggml_abs(this._h, a._h), a)
+      : this._make("abs", (ctx) => native.wsp_ggml_abs(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_abs_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   absInplace(a: Tensor): Tensor {
-    const native = this._use("absInplace", ["a", a]);
+    const native = this._live("absInplace");
+    this._operand("absInplace", "a", a);
     opChecks.absInplace(a);
-    return this._make("absInplace", (ctx) => native.wsp_ggml_abs_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("absInplace", native.wsp_ggml_abs_inplace(this._h, a._h), a)
+      : this._make("absInplace", (ctx) => native.wsp_ggml_abs_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sgn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sgn(a: Tensor): Tensor {
-    const native = this._use("sgn", ["a", a]);
+    const native = this._live("sgn");
+    this._operand("sgn", "a", a);
     opChecks.sgn(a);
-    return this._make("sgn", (ctx) => native.wsp_ggml_sgn(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sgn", native.wsp_ggml_sgn(this._h, a._h), a)
+      : this._make("sgn", (ctx) => native.wsp_ggml_sgn(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sgn_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sgnInplace(a: Tensor): Tensor {
-    const native = this._use("sgnInplace", ["a", a]);
+    const native = this._live("sgnInplace");
+    this._operand("sgnInplace", "a", a);
     opChecks.sgnInplace(a);
-    return this._make("sgnInplace", (ctx) => native.wsp_ggml_sgn_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sgnInplace", native.wsp_ggml_sgn_inplace(this._h, a._h), a)
+      : this._make("sgnInplace", (ctx) => native.wsp_ggml_sgn_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_neg(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   neg(a: Tensor): Tensor {
-    const native = this._use("neg", ["a", a]);
+    const native = this._live("neg");
+    this._operand("neg", "a", a);
     opChecks.neg(a);
-    return this._make("neg", (ctx) => native.wsp_ggml_neg(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("neg", native.wsp_ggml_neg(this._h, a._h), a)
+      : this._make("neg", (ctx) => native.wsp_ggml_neg(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_neg_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   negInplace(a: Tensor): Tensor {
-    const native = this._use("negInplace", ["a", a]);
+    const native = this._live("negInplace");
+    this._operand("negInplace", "a", a);
     opChecks.negInplace(a);
-    return this._make("negInplace", (ctx) => native.wsp_ggml_neg_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("negInplace", native.wsp_ggml_neg_inplace(this._h, a._h), a)
+      : this._make("negInplace", (ctx) => native.wsp_ggml_neg_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_step(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   step(a: Tensor): Tensor {
-    const native = this._use("step", ["a", a]);
+    const native = this._live("step");
+    this._operand("step", "a", a);
     opChecks.step(a);
-    return this._make("step", (ctx) => native.wsp_ggml_step(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("step", native.wsp_ggml_step(this._h, a._h), a)
+      : this._make("step", (ctx) => native.wsp_ggml_step(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_step_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   stepInplace(a: Tensor): Tensor {
-    const native = this._use("stepInplace", ["a", a]);
+    const native = this._live("stepInplace");
+    this._operand("stepInplace", "a", a);
     opChecks.stepInplace(a);
-    return this._make("stepInplace", (ctx) => native.wsp_ggml_step_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("stepInplace", native.wsp_ggml_step_inplace(this._h, a._h), a)
+      : this._make("stepInplace", (ctx) => native.wsp_ggml_step_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_tanh(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   tanh(a: Tensor): Tensor {
-    const native = this._use("tanh", ["a", a]);
+    const native = this._live("tanh");
+    this._operand("tanh", "a", a);
     opChecks.tanh(a);
-    return this._make("tanh", (ctx) => native.wsp_ggml_tanh(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("tanh", native.wsp_ggml_tanh(this._h, a._h), a)
+      : this._make("tanh", (ctx) => native.wsp_ggml_tanh(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_tanh_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   tanhInplace(a: Tensor): Tensor {
-    const native = this._use("tanhInplace", ["a", a]);
+    const native = this._live("tanhInplace");
+    this._operand("tanhInplace", "a", a);
     opChecks.tanhInplace(a);
-    return this._make("tanhInplace", (ctx) => native.wsp_ggml_tanh_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("tanhInplace", native.wsp_ggml_tanh_inplace(this._h, a._h), a)
+      : this._make("tanhInplace", (ctx) => native.wsp_ggml_tanh_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_elu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   elu(a: Tensor): Tensor {
-    const native = this._use("elu", ["a", a]);
+    const native = this._live("elu");
+    this._operand("elu", "a", a);
     opChecks.elu(a);
-    return this._make("elu", (ctx) => native.wsp_ggml_elu(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("elu", native.wsp_ggml_elu(this._h, a._h), a)
+      : this._make("elu", (ctx) => native.wsp_ggml_elu(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_elu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   eluInplace(a: Tensor): Tensor {
-    const native = this._use("eluInplace", ["a", a]);
+    const native = this._live("eluInplace");
+    this._operand("eluInplace", "a", a);
     opChecks.eluInplace(a);
-    return this._make("eluInplace", (ctx) => native.wsp_ggml_elu_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("eluInplace", native.wsp_ggml_elu_inplace(this._h, a._h), a)
+      : this._make("eluInplace", (ctx) => native.wsp_ggml_elu_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   relu(a: Tensor): Tensor {
-    const native = this._use("relu", ["a", a]);
+    const native = this._live("relu");
+    this._operand("relu", "a", a);
     opChecks.relu(a);
-    return this._make("relu", (ctx) => native.wsp_ggml_relu(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("relu", native.wsp_ggml_relu(this._h, a._h), a)
+      : this._make("relu", (ctx) => native.wsp_ggml_relu(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_leaky_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float negative_slope, _Bool inplace)`.
    */
   leakyRelu(a: Tensor, negativeSlope: number, inplace: boolean): Tensor {
-    const native = this._use("leakyRelu", ["a", a]);
+    const native = this._live("leakyRelu");
+    this._operand("leakyRelu", "a", a);
     float("negativeSlope", negativeSlope);
     bool("inplace", inplace);
     opChecks.leakyRelu(a, negativeSlope, inplace);
-    return this._make("leakyRelu", (ctx) => native.wsp_ggml_leaky_relu(ctx, a._ptr, negativeSlope, inplace), a);
+    return this._roomy()
+      ? this._adopt("leakyRelu", native.wsp_ggml_leaky_relu(this._h, a._h, negativeSlope, inplace), a)
+      : this._make("leakyRelu", (ctx) => native.wsp_ggml_leaky_relu(ctx, a._h, negativeSlope, inplace), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_relu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   reluInplace(a: Tensor): Tensor {
-    const native = this._use("reluInplace", ["a", a]);
+    const native = this._live("reluInplace");
+    this._operand("reluInplace", "a", a);
     opChecks.reluInplace(a);
-    return this._make("reluInplace", (ctx) => native.wsp_ggml_relu_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("reluInplace", native.wsp_ggml_relu_inplace(this._h, a._h), a)
+      : this._make("reluInplace", (ctx) => native.wsp_ggml_relu_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sigmoid(a: Tensor): Tensor {
-    const native = this._use("sigmoid", ["a", a]);
+    const native = this._live("sigmoid");
+    this._operand("sigmoid", "a", a);
     opChecks.sigmoid(a);
-    return this._make("sigmoid", (ctx) => native.wsp_ggml_sigmoid(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sigmoid", native.wsp_ggml_sigmoid(this._h, a._h), a)
+      : this._make("sigmoid", (ctx) => native.wsp_ggml_sigmoid(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   sigmoidInplace(a: Tensor): Tensor {
-    const native = this._use("sigmoidInplace", ["a", a]);
+    const native = this._live("sigmoidInplace");
+    this._operand("sigmoidInplace", "a", a);
     opChecks.sigmoidInplace(a);
-    return this._make("sigmoidInplace", (ctx) => native.wsp_ggml_sigmoid_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("sigmoidInplace", native.wsp_ggml_sigmoid_inplace(this._h, a._h), a)
+      : this._make("sigmoidInplace", (ctx) => native.wsp_ggml_sigmoid_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gelu(a: Tensor): Tensor {
-    const native = this._use("gelu", ["a", a]);
+    const native = this._live("gelu");
+    this._operand("gelu", "a", a);
     opChecks.gelu(a);
-    return this._make("gelu", (ctx) => native.wsp_ggml_gelu(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("gelu", native.wsp_ggml_gelu(this._h, a._h), a)
+      : this._make("gelu", (ctx) => native.wsp_ggml_gelu(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluInplace(a: Tensor): Tensor {
-    const native = this._use("geluInplace", ["a", a]);
+    const native = this._live("geluInplace");
+    this._operand("geluInplace", "a", a);
     opChecks.geluInplace(a);
-    return this._make("geluInplace", (ctx) => native.wsp_ggml_gelu_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("geluInplace", native.wsp_ggml_gelu_inplace(this._h, a._h), a)
+      : this._make("geluInplace", (ctx) => native.wsp_ggml_gelu_inplace(ctx, a._h), a);
   }
 
   /**
@@ -1044,54 +1250,72 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluErf(a: Tensor): Tensor {
-    const native = this._use("geluErf", ["a", a]);
+    const native = this._live("geluErf");
+    this._operand("geluErf", "a", a);
     opChecks.geluErf(a);
-    return this._make("geluErf", (ctx) => native.wsp_ggml_gelu_erf(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("geluErf", native.wsp_ggml_gelu_erf(this._h, a._h), a)
+      : this._make("geluErf", (ctx) => native.wsp_ggml_gelu_erf(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluErfInplace(a: Tensor): Tensor {
-    const native = this._use("geluErfInplace", ["a", a]);
+    const native = this._live("geluErfInplace");
+    this._operand("geluErfInplace", "a", a);
     opChecks.geluErfInplace(a);
-    return this._make("geluErfInplace", (ctx) => native.wsp_ggml_gelu_erf_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("geluErfInplace", native.wsp_ggml_gelu_erf_inplace(this._h, a._h), a)
+      : this._make("geluErfInplace", (ctx) => native.wsp_ggml_gelu_erf_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluQuick(a: Tensor): Tensor {
-    const native = this._use("geluQuick", ["a", a]);
+    const native = this._live("geluQuick");
+    this._operand("geluQuick", "a", a);
     opChecks.geluQuick(a);
-    return this._make("geluQuick", (ctx) => native.wsp_ggml_gelu_quick(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("geluQuick", native.wsp_ggml_gelu_quick(this._h, a._h), a)
+      : this._make("geluQuick", (ctx) => native.wsp_ggml_gelu_quick(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geluQuickInplace(a: Tensor): Tensor {
-    const native = this._use("geluQuickInplace", ["a", a]);
+    const native = this._live("geluQuickInplace");
+    this._operand("geluQuickInplace", "a", a);
     opChecks.geluQuickInplace(a);
-    return this._make("geluQuickInplace", (ctx) => native.wsp_ggml_gelu_quick_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("geluQuickInplace", native.wsp_ggml_gelu_quick_inplace(this._h, a._h), a)
+      : this._make("geluQuickInplace", (ctx) => native.wsp_ggml_gelu_quick_inplace(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   silu(a: Tensor): Tensor {
-    const native = this._use("silu", ["a", a]);
+    const native = this._live("silu");
+    this._operand("silu", "a", a);
     opChecks.silu(a);
-    return this._make("silu", (ctx) => native.wsp_ggml_silu(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("silu", native.wsp_ggml_silu(this._h, a._h), a)
+      : this._make("silu", (ctx) => native.wsp_ggml_silu(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   siluInplace(a: Tensor): Tensor {
-    const native = this._use("siluInplace", ["a", a]);
+    const native = this._live("siluInplace");
+    this._operand("siluInplace", "a", a);
     opChecks.siluInplace(a);
-    return this._make("siluInplace", (ctx) => native.wsp_ggml_silu_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("siluInplace", native.wsp_ggml_silu_inplace(this._h, a._h), a)
+      : this._make("siluInplace", (ctx) => native.wsp_ggml_silu_inplace(ctx, a._h), a);
   }
 
   /**
@@ -1101,9 +1325,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   siluBack(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("siluBack", ["a", a], ["b", b]);
+    const native = this._live("siluBack");
+    this._operand("siluBack", "a", a);
+    this._operand("siluBack", "b", b);
     opChecks.siluBack(a, b);
-    return this._make("siluBack", (ctx) => native.wsp_ggml_silu_back(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("siluBack", native.wsp_ggml_silu_back(this._h, a._h, b._h), a, b)
+      : this._make("siluBack", (ctx) => native.wsp_ggml_silu_back(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -1112,9 +1340,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_hardswish(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   hardswish(a: Tensor): Tensor {
-    const native = this._use("hardswish", ["a", a]);
+    const native = this._live("hardswish");
+    this._operand("hardswish", "a", a);
     opChecks.hardswish(a);
-    return this._make("hardswish", (ctx) => native.wsp_ggml_hardswish(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("hardswish", native.wsp_ggml_hardswish(this._h, a._h), a)
+      : this._make("hardswish", (ctx) => native.wsp_ggml_hardswish(ctx, a._h), a);
   }
 
   /**
@@ -1123,27 +1354,36 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_hardsigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   hardsigmoid(a: Tensor): Tensor {
-    const native = this._use("hardsigmoid", ["a", a]);
+    const native = this._live("hardsigmoid");
+    this._operand("hardsigmoid", "a", a);
     opChecks.hardsigmoid(a);
-    return this._make("hardsigmoid", (ctx) => native.wsp_ggml_hardsigmoid(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("hardsigmoid", native.wsp_ggml_hardsigmoid(this._h, a._h), a)
+      : this._make("hardsigmoid", (ctx) => native.wsp_ggml_hardsigmoid(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_exp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   exp(a: Tensor): Tensor {
-    const native = this._use("exp", ["a", a]);
+    const native = this._live("exp");
+    this._operand("exp", "a", a);
     opChecks.exp(a);
-    return this._make("exp", (ctx) => native.wsp_ggml_exp(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("exp", native.wsp_ggml_exp(this._h, a._h), a)
+      : this._make("exp", (ctx) => native.wsp_ggml_exp(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_exp_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   expInplace(a: Tensor): Tensor {
-    const native = this._use("expInplace", ["a", a]);
+    const native = this._live("expInplace");
+    this._operand("expInplace", "a", a);
     opChecks.expInplace(a);
-    return this._make("expInplace", (ctx) => native.wsp_ggml_exp_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("expInplace", native.wsp_ggml_exp_inplace(this._h, a._h), a)
+      : this._make("expInplace", (ctx) => native.wsp_ggml_exp_inplace(ctx, a._h), a);
   }
 
   /**
@@ -1155,101 +1395,134 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_glu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_glu_op op, _Bool swapped)`.
    */
   glu(a: Tensor, op: GluOp, swapped: boolean): Tensor {
-    const native = this._use("glu", ["a", a]);
+    const native = this._live("glu");
+    this._operand("glu", "a", a);
     member("op", op, GluOp, "GluOp");
     bool("swapped", swapped);
     opChecks.glu(a, op, swapped);
-    return this._make("glu", (ctx) => native.wsp_ggml_glu(ctx, a._ptr, op, swapped), a);
+    return this._roomy()
+      ? this._adopt("glu", native.wsp_ggml_glu(this._h, a._h, op, swapped), a)
+      : this._make("glu", (ctx) => native.wsp_ggml_glu(ctx, a._h, op, swapped), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   reglu(a: Tensor): Tensor {
-    const native = this._use("reglu", ["a", a]);
+    const native = this._live("reglu");
+    this._operand("reglu", "a", a);
     opChecks.reglu(a);
-    return this._make("reglu", (ctx) => native.wsp_ggml_reglu(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("reglu", native.wsp_ggml_reglu(this._h, a._h), a)
+      : this._make("reglu", (ctx) => native.wsp_ggml_reglu(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   regluSwapped(a: Tensor): Tensor {
-    const native = this._use("regluSwapped", ["a", a]);
+    const native = this._live("regluSwapped");
+    this._operand("regluSwapped", "a", a);
     opChecks.regluSwapped(a);
-    return this._make("regluSwapped", (ctx) => native.wsp_ggml_reglu_swapped(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("regluSwapped", native.wsp_ggml_reglu_swapped(this._h, a._h), a)
+      : this._make("regluSwapped", (ctx) => native.wsp_ggml_reglu_swapped(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   geglu(a: Tensor): Tensor {
-    const native = this._use("geglu", ["a", a]);
+    const native = this._live("geglu");
+    this._operand("geglu", "a", a);
     opChecks.geglu(a);
-    return this._make("geglu", (ctx) => native.wsp_ggml_geglu(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("geglu", native.wsp_ggml_geglu(this._h, a._h), a)
+      : this._make("geglu", (ctx) => native.wsp_ggml_geglu(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluSwapped(a: Tensor): Tensor {
-    const native = this._use("gegluSwapped", ["a", a]);
+    const native = this._live("gegluSwapped");
+    this._operand("gegluSwapped", "a", a);
     opChecks.gegluSwapped(a);
-    return this._make("gegluSwapped", (ctx) => native.wsp_ggml_geglu_swapped(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("gegluSwapped", native.wsp_ggml_geglu_swapped(this._h, a._h), a)
+      : this._make("gegluSwapped", (ctx) => native.wsp_ggml_geglu_swapped(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   swiglu(a: Tensor): Tensor {
-    const native = this._use("swiglu", ["a", a]);
+    const native = this._live("swiglu");
+    this._operand("swiglu", "a", a);
     opChecks.swiglu(a);
-    return this._make("swiglu", (ctx) => native.wsp_ggml_swiglu(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("swiglu", native.wsp_ggml_swiglu(this._h, a._h), a)
+      : this._make("swiglu", (ctx) => native.wsp_ggml_swiglu(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   swigluSwapped(a: Tensor): Tensor {
-    const native = this._use("swigluSwapped", ["a", a]);
+    const native = this._live("swigluSwapped");
+    this._operand("swigluSwapped", "a", a);
     opChecks.swigluSwapped(a);
-    return this._make("swigluSwapped", (ctx) => native.wsp_ggml_swiglu_swapped(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("swigluSwapped", native.wsp_ggml_swiglu_swapped(this._h, a._h), a)
+      : this._make("swigluSwapped", (ctx) => native.wsp_ggml_swiglu_swapped(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluErf(a: Tensor): Tensor {
-    const native = this._use("gegluErf", ["a", a]);
+    const native = this._live("gegluErf");
+    this._operand("gegluErf", "a", a);
     opChecks.gegluErf(a);
-    return this._make("gegluErf", (ctx) => native.wsp_ggml_geglu_erf(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("gegluErf", native.wsp_ggml_geglu_erf(this._h, a._h), a)
+      : this._make("gegluErf", (ctx) => native.wsp_ggml_geglu_erf(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluErfSwapped(a: Tensor): Tensor {
-    const native = this._use("gegluErfSwapped", ["a", a]);
+    const native = this._live("gegluErfSwapped");
+    this._operand("gegluErfSwapped", "a", a);
     opChecks.gegluErfSwapped(a);
-    return this._make("gegluErfSwapped", (ctx) => native.wsp_ggml_geglu_erf_swapped(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("gegluErfSwapped", native.wsp_ggml_geglu_erf_swapped(this._h, a._h), a)
+      : this._make("gegluErfSwapped", (ctx) => native.wsp_ggml_geglu_erf_swapped(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluQuick(a: Tensor): Tensor {
-    const native = this._use("gegluQuick", ["a", a]);
+    const native = this._live("gegluQuick");
+    this._operand("gegluQuick", "a", a);
     opChecks.gegluQuick(a);
-    return this._make("gegluQuick", (ctx) => native.wsp_ggml_geglu_quick(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("gegluQuick", native.wsp_ggml_geglu_quick(this._h, a._h), a)
+      : this._make("gegluQuick", (ctx) => native.wsp_ggml_geglu_quick(ctx, a._h), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   gegluQuickSwapped(a: Tensor): Tensor {
-    const native = this._use("gegluQuickSwapped", ["a", a]);
+    const native = this._live("gegluQuickSwapped");
+    this._operand("gegluQuickSwapped", "a", a);
     opChecks.gegluQuickSwapped(a);
-    return this._make("gegluQuickSwapped", (ctx) => native.wsp_ggml_geglu_quick_swapped(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("gegluQuickSwapped", native.wsp_ggml_geglu_quick_swapped(this._h, a._h), a)
+      : this._make("gegluQuickSwapped", (ctx) => native.wsp_ggml_geglu_quick_swapped(ctx, a._h), a);
   }
 
   /**
@@ -1259,66 +1532,94 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_glu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_glu_op op)`.
    */
   gluSplit(a: Tensor, b: Tensor, op: GluOp): Tensor {
-    const native = this._use("gluSplit", ["a", a], ["b", b]);
+    const native = this._live("gluSplit");
+    this._operand("gluSplit", "a", a);
+    this._operand("gluSplit", "b", b);
     member("op", op, GluOp, "GluOp");
     opChecks.gluSplit(a, b, op);
-    return this._make("gluSplit", (ctx) => native.wsp_ggml_glu_split(ctx, a._ptr, b._ptr, op), a, b);
+    return this._roomy()
+      ? this._adopt("gluSplit", native.wsp_ggml_glu_split(this._h, a._h, b._h, op), a, b)
+      : this._make("gluSplit", (ctx) => native.wsp_ggml_glu_split(ctx, a._h, b._h, op), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   regluSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("regluSplit", ["a", a], ["b", b]);
+    const native = this._live("regluSplit");
+    this._operand("regluSplit", "a", a);
+    this._operand("regluSplit", "b", b);
     opChecks.regluSplit(a, b);
-    return this._make("regluSplit", (ctx) => native.wsp_ggml_reglu_split(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("regluSplit", native.wsp_ggml_reglu_split(this._h, a._h, b._h), a, b)
+      : this._make("regluSplit", (ctx) => native.wsp_ggml_reglu_split(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   gegluSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("gegluSplit", ["a", a], ["b", b]);
+    const native = this._live("gegluSplit");
+    this._operand("gegluSplit", "a", a);
+    this._operand("gegluSplit", "b", b);
     opChecks.gegluSplit(a, b);
-    return this._make("gegluSplit", (ctx) => native.wsp_ggml_geglu_split(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("gegluSplit", native.wsp_ggml_geglu_split(this._h, a._h, b._h), a, b)
+      : this._make("gegluSplit", (ctx) => native.wsp_ggml_geglu_split(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   swigluSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("swigluSplit", ["a", a], ["b", b]);
+    const native = this._live("swigluSplit");
+    this._operand("swigluSplit", "a", a);
+    this._operand("swigluSplit", "b", b);
     opChecks.swigluSplit(a, b);
-    return this._make("swigluSplit", (ctx) => native.wsp_ggml_swiglu_split(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("swigluSplit", native.wsp_ggml_swiglu_split(this._h, a._h, b._h), a, b)
+      : this._make("swigluSplit", (ctx) => native.wsp_ggml_swiglu_split(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   gegluErfSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("gegluErfSplit", ["a", a], ["b", b]);
+    const native = this._live("gegluErfSplit");
+    this._operand("gegluErfSplit", "a", a);
+    this._operand("gegluErfSplit", "b", b);
     opChecks.gegluErfSplit(a, b);
-    return this._make("gegluErfSplit", (ctx) => native.wsp_ggml_geglu_erf_split(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("gegluErfSplit", native.wsp_ggml_geglu_erf_split(this._h, a._h, b._h), a, b)
+      : this._make("gegluErfSplit", (ctx) => native.wsp_ggml_geglu_erf_split(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   gegluQuickSplit(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("gegluQuickSplit", ["a", a], ["b", b]);
+    const native = this._live("gegluQuickSplit");
+    this._operand("gegluQuickSplit", "a", a);
+    this._operand("gegluQuickSplit", "b", b);
     opChecks.gegluQuickSplit(a, b);
-    return this._make("gegluQuickSplit", (ctx) => native.wsp_ggml_geglu_quick_split(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("gegluQuickSplit", native.wsp_ggml_geglu_quick_split(this._h, a._h, b._h), a, b)
+      : this._make("gegluQuickSplit", (ctx) => native.wsp_ggml_geglu_quick_split(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_oai(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float alpha, float limit)`.
    */
   swigluOai(a: Tensor, b: Tensor, alpha: number, limit: number): Tensor {
-    const native = this._use("swigluOai", ["a", a], ["b", b]);
+    const native = this._live("swigluOai");
+    this._operand("swigluOai", "a", a);
+    this._operand("swigluOai", "b", b);
     float("alpha", alpha);
     float("limit", limit);
     opChecks.swigluOai(a, b, alpha, limit);
-    return this._make("swigluOai", (ctx) => native.wsp_ggml_swiglu_oai(ctx, a._ptr, b._ptr, alpha, limit), a, b);
+    return this._roomy()
+      ? this._adopt("swigluOai", native.wsp_ggml_swiglu_oai(this._h, a._h, b._h, alpha, limit), a, b)
+      : this._make("swigluOai", (ctx) => native.wsp_ggml_swiglu_oai(ctx, a._h, b._h, alpha, limit), a, b);
   }
 
   /**
@@ -1327,40 +1628,52 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   norm(a: Tensor, eps: number): Tensor {
-    const native = this._use("norm", ["a", a]);
+    const native = this._live("norm");
+    this._operand("norm", "a", a);
     float("eps", eps);
     opChecks.norm(a, eps);
-    return this._make("norm", (ctx) => native.wsp_ggml_norm(ctx, a._ptr, eps), a);
+    return this._roomy()
+      ? this._adopt("norm", native.wsp_ggml_norm(this._h, a._h, eps), a)
+      : this._make("norm", (ctx) => native.wsp_ggml_norm(ctx, a._h, eps), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   normInplace(a: Tensor, eps: number): Tensor {
-    const native = this._use("normInplace", ["a", a]);
+    const native = this._live("normInplace");
+    this._operand("normInplace", "a", a);
     float("eps", eps);
     opChecks.normInplace(a, eps);
-    return this._make("normInplace", (ctx) => native.wsp_ggml_norm_inplace(ctx, a._ptr, eps), a);
+    return this._roomy()
+      ? this._adopt("normInplace", native.wsp_ggml_norm_inplace(this._h, a._h, eps), a)
+      : this._make("normInplace", (ctx) => native.wsp_ggml_norm_inplace(ctx, a._h, eps), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   rmsNorm(a: Tensor, eps: number): Tensor {
-    const native = this._use("rmsNorm", ["a", a]);
+    const native = this._live("rmsNorm");
+    this._operand("rmsNorm", "a", a);
     float("eps", eps);
     opChecks.rmsNorm(a, eps);
-    return this._make("rmsNorm", (ctx) => native.wsp_ggml_rms_norm(ctx, a._ptr, eps), a);
+    return this._roomy()
+      ? this._adopt("rmsNorm", native.wsp_ggml_rms_norm(this._h, a._h, eps), a)
+      : this._make("rmsNorm", (ctx) => native.wsp_ggml_rms_norm(ctx, a._h, eps), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   rmsNormInplace(a: Tensor, eps: number): Tensor {
-    const native = this._use("rmsNormInplace", ["a", a]);
+    const native = this._live("rmsNormInplace");
+    this._operand("rmsNormInplace", "a", a);
     float("eps", eps);
     opChecks.rmsNormInplace(a, eps);
-    return this._make("rmsNormInplace", (ctx) => native.wsp_ggml_rms_norm_inplace(ctx, a._ptr, eps), a);
+    return this._roomy()
+      ? this._adopt("rmsNormInplace", native.wsp_ggml_rms_norm_inplace(this._h, a._h, eps), a)
+      : this._make("rmsNormInplace", (ctx) => native.wsp_ggml_rms_norm_inplace(ctx, a._h, eps), a);
   }
 
   /**
@@ -1370,22 +1683,28 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)`.
    */
   groupNorm(a: Tensor, nGroups: number, eps: number): Tensor {
-    const native = this._use("groupNorm", ["a", a]);
+    const native = this._live("groupNorm");
+    this._operand("groupNorm", "a", a);
     int("nGroups", nGroups);
     float("eps", eps);
     opChecks.groupNorm(a, nGroups, eps);
-    return this._make("groupNorm", (ctx) => native.wsp_ggml_group_norm(ctx, a._ptr, nGroups, eps), a);
+    return this._roomy()
+      ? this._adopt("groupNorm", native.wsp_ggml_group_norm(this._h, a._h, nGroups, eps), a)
+      : this._make("groupNorm", (ctx) => native.wsp_ggml_group_norm(ctx, a._h, nGroups, eps), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)`.
    */
   groupNormInplace(a: Tensor, nGroups: number, eps: number): Tensor {
-    const native = this._use("groupNormInplace", ["a", a]);
+    const native = this._live("groupNormInplace");
+    this._operand("groupNormInplace", "a", a);
     int("nGroups", nGroups);
     float("eps", eps);
     opChecks.groupNormInplace(a, nGroups, eps);
-    return this._make("groupNormInplace", (ctx) => native.wsp_ggml_group_norm_inplace(ctx, a._ptr, nGroups, eps), a);
+    return this._roomy()
+      ? this._adopt("groupNormInplace", native.wsp_ggml_group_norm_inplace(this._h, a._h, nGroups, eps), a)
+      : this._make("groupNormInplace", (ctx) => native.wsp_ggml_group_norm_inplace(ctx, a._h, nGroups, eps), a);
   }
 
   /**
@@ -1395,20 +1714,26 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   l2Norm(a: Tensor, eps: number): Tensor {
-    const native = this._use("l2Norm", ["a", a]);
+    const native = this._live("l2Norm");
+    this._operand("l2Norm", "a", a);
     float("eps", eps);
     opChecks.l2Norm(a, eps);
-    return this._make("l2Norm", (ctx) => native.wsp_ggml_l2_norm(ctx, a._ptr, eps), a);
+    return this._roomy()
+      ? this._adopt("l2Norm", native.wsp_ggml_l2_norm(this._h, a._h, eps), a)
+      : this._make("l2Norm", (ctx) => native.wsp_ggml_l2_norm(ctx, a._h, eps), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
    */
   l2NormInplace(a: Tensor, eps: number): Tensor {
-    const native = this._use("l2NormInplace", ["a", a]);
+    const native = this._live("l2NormInplace");
+    this._operand("l2NormInplace", "a", a);
     float("eps", eps);
     opChecks.l2NormInplace(a, eps);
-    return this._make("l2NormInplace", (ctx) => native.wsp_ggml_l2_norm_inplace(ctx, a._ptr, eps), a);
+    return this._roomy()
+      ? this._adopt("l2NormInplace", native.wsp_ggml_l2_norm_inplace(this._h, a._h, eps), a)
+      : this._make("l2NormInplace", (ctx) => native.wsp_ggml_l2_norm_inplace(ctx, a._h, eps), a);
   }
 
   /**
@@ -1418,10 +1743,14 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float eps)`.
    */
   rmsNormBack(a: Tensor, b: Tensor, eps: number): Tensor {
-    const native = this._use("rmsNormBack", ["a", a], ["b", b]);
+    const native = this._live("rmsNormBack");
+    this._operand("rmsNormBack", "a", a);
+    this._operand("rmsNormBack", "b", b);
     float("eps", eps);
     opChecks.rmsNormBack(a, b, eps);
-    return this._make("rmsNormBack", (ctx) => native.wsp_ggml_rms_norm_back(ctx, a._ptr, b._ptr, eps), a, b);
+    return this._roomy()
+      ? this._adopt("rmsNormBack", native.wsp_ggml_rms_norm_back(this._h, a._h, b._h, eps), a, b)
+      : this._make("rmsNormBack", (ctx) => native.wsp_ggml_rms_norm_back(ctx, a._h, b._h, eps), a, b);
   }
 
   /**
@@ -1432,9 +1761,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   mulMat(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("mulMat", ["a", a], ["b", b]);
+    const native = this._live("mulMat");
+    this._operand("mulMat", "a", a);
+    this._operand("mulMat", "b", b);
     opChecks.mulMat(a, b);
-    return this._make("mulMat", (ctx) => native.wsp_ggml_mul_mat(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("mulMat", native.wsp_ggml_mul_mat(this._h, a._h, b._h), a, b)
+      : this._make("mulMat", (ctx) => native.wsp_ggml_mul_mat(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -1443,9 +1776,14 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *as, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)`.
    */
   mulMatId(as: Tensor, b: Tensor, ids: Tensor): Tensor {
-    const native = this._use("mulMatId", ["as", as], ["b", b], ["ids", ids]);
+    const native = this._live("mulMatId");
+    this._operand("mulMatId", "as", as);
+    this._operand("mulMatId", "b", b);
+    this._operand("mulMatId", "ids", ids);
     opChecks.mulMatId(as, b, ids);
-    return this._make("mulMatId", (ctx) => native.wsp_ggml_mul_mat_id(ctx, as._ptr, b._ptr, ids._ptr), as, b, ids);
+    return this._roomy()
+      ? this._adopt("mulMatId", native.wsp_ggml_mul_mat_id(this._h, as._h, b._h, ids._h), as, b, ids)
+      : this._make("mulMatId", (ctx) => native.wsp_ggml_mul_mat_id(ctx, as._h, b._h, ids._h), as, b, ids);
   }
 
   /**
@@ -1456,9 +1794,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_out_prod(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   outProd(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("outProd", ["a", a], ["b", b]);
+    const native = this._live("outProd");
+    this._operand("outProd", "a", a);
+    this._operand("outProd", "b", b);
     opChecks.outProd(a, b);
-    return this._make("outProd", (ctx) => native.wsp_ggml_out_prod(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("outProd", native.wsp_ggml_out_prod(this._h, a._h, b._h), a, b)
+      : this._make("outProd", (ctx) => native.wsp_ggml_out_prod(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -1467,10 +1809,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)`.
    */
   scale(a: Tensor, s: number): Tensor {
-    const native = this._use("scale", ["a", a]);
+    const native = this._live("scale");
+    this._operand("scale", "a", a);
     float("s", s);
     opChecks.scale(a, s);
-    return this._make("scale", (ctx) => native.wsp_ggml_scale(ctx, a._ptr, s), a);
+    return this._roomy()
+      ? this._adopt("scale", native.wsp_ggml_scale(this._h, a._h, s), a)
+      : this._make("scale", (ctx) => native.wsp_ggml_scale(ctx, a._h, s), a);
   }
 
   /**
@@ -1479,10 +1824,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)`.
    */
   scaleInplace(a: Tensor, s: number): Tensor {
-    const native = this._use("scaleInplace", ["a", a]);
+    const native = this._live("scaleInplace");
+    this._operand("scaleInplace", "a", a);
     float("s", s);
     opChecks.scaleInplace(a, s);
-    return this._make("scaleInplace", (ctx) => native.wsp_ggml_scale_inplace(ctx, a._ptr, s), a);
+    return this._roomy()
+      ? this._adopt("scaleInplace", native.wsp_ggml_scale_inplace(this._h, a._h, s), a)
+      : this._make("scaleInplace", (ctx) => native.wsp_ggml_scale_inplace(ctx, a._h, s), a);
   }
 
   /**
@@ -1491,22 +1839,28 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)`.
    */
   scaleBias(a: Tensor, s: number, b: number): Tensor {
-    const native = this._use("scaleBias", ["a", a]);
+    const native = this._live("scaleBias");
+    this._operand("scaleBias", "a", a);
     float("s", s);
     float("b", b);
     opChecks.scaleBias(a, s, b);
-    return this._make("scaleBias", (ctx) => native.wsp_ggml_scale_bias(ctx, a._ptr, s, b), a);
+    return this._roomy()
+      ? this._adopt("scaleBias", native.wsp_ggml_scale_bias(this._h, a._h, s, b), a)
+      : this._make("scaleBias", (ctx) => native.wsp_ggml_scale_bias(ctx, a._h, s, b), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)`.
    */
   scaleBiasInplace(a: Tensor, s: number, b: number): Tensor {
-    const native = this._use("scaleBiasInplace", ["a", a]);
+    const native = this._live("scaleBiasInplace");
+    this._operand("scaleBiasInplace", "a", a);
     float("s", s);
     float("b", b);
     opChecks.scaleBiasInplace(a, s, b);
-    return this._make("scaleBiasInplace", (ctx) => native.wsp_ggml_scale_bias_inplace(ctx, a._ptr, s, b), a);
+    return this._roomy()
+      ? this._adopt("scaleBiasInplace", native.wsp_ggml_scale_bias_inplace(this._h, a._h, s, b), a)
+      : this._make("scaleBiasInplace", (ctx) => native.wsp_ggml_scale_bias_inplace(ctx, a._h, s, b), a);
   }
 
   /**
@@ -1515,13 +1869,17 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   set(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("set", ["a", a], ["b", b]);
+    const native = this._live("set");
+    this._operand("set", "a", a);
+    this._operand("set", "b", b);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
     size("offset", offset);
     opChecks.set(a, b, nb1, nb2, nb3, offset);
-    return this._make("set", (ctx) => native.wsp_ggml_set(ctx, a._ptr, b._ptr, nb1, nb2, nb3, offset), a, b);
+    return this._roomy()
+      ? this._adopt("set", native.wsp_ggml_set(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
+      : this._make("set", (ctx) => native.wsp_ggml_set(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
   /**
@@ -1530,33 +1888,45 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   setInplace(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("setInplace", ["a", a], ["b", b]);
+    const native = this._live("setInplace");
+    this._operand("setInplace", "a", a);
+    this._operand("setInplace", "b", b);
     size("nb1", nb1);
     size("nb2", nb2);
     size("nb3", nb3);
     size("offset", offset);
     opChecks.setInplace(a, b, nb1, nb2, nb3, offset);
-    return this._make("setInplace", (ctx) => native.wsp_ggml_set_inplace(ctx, a._ptr, b._ptr, nb1, nb2, nb3, offset), a, b);
+    return this._roomy()
+      ? this._adopt("setInplace", native.wsp_ggml_set_inplace(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
+      : this._make("setInplace", (ctx) => native.wsp_ggml_set_inplace(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)`.
    */
   set1d(a: Tensor, b: Tensor, offset: number): Tensor {
-    const native = this._use("set1d", ["a", a], ["b", b]);
+    const native = this._live("set1d");
+    this._operand("set1d", "a", a);
+    this._operand("set1d", "b", b);
     size("offset", offset);
     opChecks.set1d(a, b, offset);
-    return this._make("set1d", (ctx) => native.wsp_ggml_set_1d(ctx, a._ptr, b._ptr, offset), a, b);
+    return this._roomy()
+      ? this._adopt("set1d", native.wsp_ggml_set_1d(this._h, a._h, b._h, offset), a, b)
+      : this._make("set1d", (ctx) => native.wsp_ggml_set_1d(ctx, a._h, b._h, offset), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)`.
    */
   set1dInplace(a: Tensor, b: Tensor, offset: number): Tensor {
-    const native = this._use("set1dInplace", ["a", a], ["b", b]);
+    const native = this._live("set1dInplace");
+    this._operand("set1dInplace", "a", a);
+    this._operand("set1dInplace", "b", b);
     size("offset", offset);
     opChecks.set1dInplace(a, b, offset);
-    return this._make("set1dInplace", (ctx) => native.wsp_ggml_set_1d_inplace(ctx, a._ptr, b._ptr, offset), a, b);
+    return this._roomy()
+      ? this._adopt("set1dInplace", native.wsp_ggml_set_1d_inplace(this._h, a._h, b._h, offset), a, b)
+      : this._make("set1dInplace", (ctx) => native.wsp_ggml_set_1d_inplace(ctx, a._h, b._h, offset), a, b);
   }
 
   /**
@@ -1565,11 +1935,15 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)`.
    */
   set2d(a: Tensor, b: Tensor, nb1: number, offset: number): Tensor {
-    const native = this._use("set2d", ["a", a], ["b", b]);
+    const native = this._live("set2d");
+    this._operand("set2d", "a", a);
+    this._operand("set2d", "b", b);
     size("nb1", nb1);
     size("offset", offset);
     opChecks.set2d(a, b, nb1, offset);
-    return this._make("set2d", (ctx) => native.wsp_ggml_set_2d(ctx, a._ptr, b._ptr, nb1, offset), a, b);
+    return this._roomy()
+      ? this._adopt("set2d", native.wsp_ggml_set_2d(this._h, a._h, b._h, nb1, offset), a, b)
+      : this._make("set2d", (ctx) => native.wsp_ggml_set_2d(ctx, a._h, b._h, nb1, offset), a, b);
   }
 
   /**
@@ -1578,11 +1952,15 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)`.
    */
   set2dInplace(a: Tensor, b: Tensor, nb1: number, offset: number): Tensor {
-    const native = this._use("set2dInplace", ["a", a], ["b", b]);
+    const native = this._live("set2dInplace");
+    this._operand("set2dInplace", "a", a);
+    this._operand("set2dInplace", "b", b);
     size("nb1", nb1);
     size("offset", offset);
     opChecks.set2dInplace(a, b, nb1, offset);
-    return this._make("set2dInplace", (ctx) => native.wsp_ggml_set_2d_inplace(ctx, a._ptr, b._ptr, nb1, offset), a, b);
+    return this._roomy()
+      ? this._adopt("set2dInplace", native.wsp_ggml_set_2d_inplace(this._h, a._h, b._h, nb1, offset), a, b)
+      : this._make("set2dInplace", (ctx) => native.wsp_ggml_set_2d_inplace(ctx, a._h, b._h, nb1, offset), a, b);
   }
 
   /**
@@ -1591,9 +1969,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cpy(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   cpy(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("cpy", ["a", a], ["b", b]);
+    const native = this._live("cpy");
+    this._operand("cpy", "a", a);
+    this._operand("cpy", "b", b);
     opChecks.cpy(a, b);
-    return this._make("cpy", (ctx) => native.wsp_ggml_cpy(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("cpy", native.wsp_ggml_cpy(this._h, a._h, b._h), a, b)
+      : this._make("cpy", (ctx) => native.wsp_ggml_cpy(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -1602,10 +1984,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_type type)`.
    */
   cast(a: Tensor, type: Type): Tensor {
-    const native = this._use("cast", ["a", a]);
+    const native = this._live("cast");
+    this._operand("cast", "a", a);
     member("type", type, Type, "Type");
     opChecks.cast(a, type);
-    return this._make("cast", (ctx) => native.wsp_ggml_cast(ctx, a._ptr, type), a);
+    return this._roomy()
+      ? this._adopt("cast", native.wsp_ggml_cast(this._h, a._h, type), a)
+      : this._make("cast", (ctx) => native.wsp_ggml_cast(ctx, a._h, type), a);
   }
 
   /**
@@ -1614,9 +1999,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   cont(a: Tensor): Tensor {
-    const native = this._use("cont", ["a", a]);
+    const native = this._live("cont");
+    this._operand("cont", "a", a);
     opChecks.cont(a);
-    return this._make("cont", (ctx) => native.wsp_ggml_cont(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("cont", native.wsp_ggml_cont(this._h, a._h), a)
+      : this._make("cont", (ctx) => native.wsp_ggml_cont(ctx, a._h), a);
   }
 
   /**
@@ -1625,46 +2013,58 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)`.
    */
   cont1d(a: Tensor, ne0: number): Tensor {
-    const native = this._use("cont1d", ["a", a]);
+    const native = this._live("cont1d");
+    this._operand("cont1d", "a", a);
     i64("ne0", ne0);
     opChecks.cont1d(a, ne0);
-    return this._make("cont1d", (ctx) => native.wsp_ggml_cont_1d(ctx, a._ptr, ne0), a);
+    return this._roomy()
+      ? this._adopt("cont1d", native.wsp_ggml_cont_1d(this._h, a._h, ne0), a)
+      : this._make("cont1d", (ctx) => native.wsp_ggml_cont_1d(ctx, a._h, ne0), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)`.
    */
   cont2d(a: Tensor, ne0: number, ne1: number): Tensor {
-    const native = this._use("cont2d", ["a", a]);
+    const native = this._live("cont2d");
+    this._operand("cont2d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     opChecks.cont2d(a, ne0, ne1);
-    return this._make("cont2d", (ctx) => native.wsp_ggml_cont_2d(ctx, a._ptr, ne0, ne1), a);
+    return this._roomy()
+      ? this._adopt("cont2d", native.wsp_ggml_cont_2d(this._h, a._h, ne0, ne1), a)
+      : this._make("cont2d", (ctx) => native.wsp_ggml_cont_2d(ctx, a._h, ne0, ne1), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)`.
    */
   cont3d(a: Tensor, ne0: number, ne1: number, ne2: number): Tensor {
-    const native = this._use("cont3d", ["a", a]);
+    const native = this._live("cont3d");
+    this._operand("cont3d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     opChecks.cont3d(a, ne0, ne1, ne2);
-    return this._make("cont3d", (ctx) => native.wsp_ggml_cont_3d(ctx, a._ptr, ne0, ne1, ne2), a);
+    return this._roomy()
+      ? this._adopt("cont3d", native.wsp_ggml_cont_3d(this._h, a._h, ne0, ne1, ne2), a)
+      : this._make("cont3d", (ctx) => native.wsp_ggml_cont_3d(ctx, a._h, ne0, ne1, ne2), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
    */
   cont4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
-    const native = this._use("cont4d", ["a", a]);
+    const native = this._live("cont4d");
+    this._operand("cont4d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     i64("ne3", ne3);
     opChecks.cont4d(a, ne0, ne1, ne2, ne3);
-    return this._make("cont4d", (ctx) => native.wsp_ggml_cont_4d(ctx, a._ptr, ne0, ne1, ne2, ne3), a);
+    return this._roomy()
+      ? this._adopt("cont4d", native.wsp_ggml_cont_4d(this._h, a._h, ne0, ne1, ne2, ne3), a)
+      : this._make("cont4d", (ctx) => native.wsp_ggml_cont_4d(ctx, a._h, ne0, ne1, ne2, ne3), a);
   }
 
   /**
@@ -1674,9 +2074,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   reshape(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("reshape", ["a", a], ["b", b]);
+    const native = this._live("reshape");
+    this._operand("reshape", "a", a);
+    this._operand("reshape", "b", b);
     opChecks.reshape(a, b);
-    return this._make("reshape", (ctx) => native.wsp_ggml_reshape(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("reshape", native.wsp_ggml_reshape(this._h, a._h, b._h), a, b)
+      : this._make("reshape", (ctx) => native.wsp_ggml_reshape(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -1686,21 +2090,27 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)`.
    */
   reshape1d(a: Tensor, ne0: number): Tensor {
-    const native = this._use("reshape1d", ["a", a]);
+    const native = this._live("reshape1d");
+    this._operand("reshape1d", "a", a);
     i64("ne0", ne0);
     opChecks.reshape1d(a, ne0);
-    return this._make("reshape1d", (ctx) => native.wsp_ggml_reshape_1d(ctx, a._ptr, ne0), a);
+    return this._roomy()
+      ? this._adopt("reshape1d", native.wsp_ggml_reshape_1d(this._h, a._h, ne0), a)
+      : this._make("reshape1d", (ctx) => native.wsp_ggml_reshape_1d(ctx, a._h, ne0), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)`.
    */
   reshape2d(a: Tensor, ne0: number, ne1: number): Tensor {
-    const native = this._use("reshape2d", ["a", a]);
+    const native = this._live("reshape2d");
+    this._operand("reshape2d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     opChecks.reshape2d(a, ne0, ne1);
-    return this._make("reshape2d", (ctx) => native.wsp_ggml_reshape_2d(ctx, a._ptr, ne0, ne1), a);
+    return this._roomy()
+      ? this._adopt("reshape2d", native.wsp_ggml_reshape_2d(this._h, a._h, ne0, ne1), a)
+      : this._make("reshape2d", (ctx) => native.wsp_ggml_reshape_2d(ctx, a._h, ne0, ne1), a);
   }
 
   /**
@@ -1710,25 +2120,31 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)`.
    */
   reshape3d(a: Tensor, ne0: number, ne1: number, ne2: number): Tensor {
-    const native = this._use("reshape3d", ["a", a]);
+    const native = this._live("reshape3d");
+    this._operand("reshape3d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     opChecks.reshape3d(a, ne0, ne1, ne2);
-    return this._make("reshape3d", (ctx) => native.wsp_ggml_reshape_3d(ctx, a._ptr, ne0, ne1, ne2), a);
+    return this._roomy()
+      ? this._adopt("reshape3d", native.wsp_ggml_reshape_3d(this._h, a._h, ne0, ne1, ne2), a)
+      : this._make("reshape3d", (ctx) => native.wsp_ggml_reshape_3d(ctx, a._h, ne0, ne1, ne2), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
    */
   reshape4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
-    const native = this._use("reshape4d", ["a", a]);
+    const native = this._live("reshape4d");
+    this._operand("reshape4d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     i64("ne3", ne3);
     opChecks.reshape4d(a, ne0, ne1, ne2, ne3);
-    return this._make("reshape4d", (ctx) => native.wsp_ggml_reshape_4d(ctx, a._ptr, ne0, ne1, ne2, ne3), a);
+    return this._roomy()
+      ? this._adopt("reshape4d", native.wsp_ggml_reshape_4d(this._h, a._h, ne0, ne1, ne2, ne3), a)
+      : this._make("reshape4d", (ctx) => native.wsp_ggml_reshape_4d(ctx, a._h, ne0, ne1, ne2, ne3), a);
   }
 
   /**
@@ -1737,31 +2153,38 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, size_t offset)`.
    */
   view1d(a: Tensor, ne0: number, offset: number): Tensor {
-    const native = this._use("view1d", ["a", a]);
+    const native = this._live("view1d");
+    this._operand("view1d", "a", a);
     i64("ne0", ne0);
     size("offset", offset);
     opChecks.view1d(a, ne0, offset);
-    return this._make("view1d", (ctx) => native.wsp_ggml_view_1d(ctx, a._ptr, ne0, offset), a);
+    return this._roomy()
+      ? this._adopt("view1d", native.wsp_ggml_view_1d(this._h, a._h, ne0, offset), a)
+      : this._make("view1d", (ctx) => native.wsp_ggml_view_1d(ctx, a._h, ne0, offset), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset)`.
    */
   view2d(a: Tensor, ne0: number, ne1: number, nb1: number, offset: number): Tensor {
-    const native = this._use("view2d", ["a", a]);
+    const native = this._live("view2d");
+    this._operand("view2d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     size("nb1", nb1);
     size("offset", offset);
     opChecks.view2d(a, ne0, ne1, nb1, offset);
-    return this._make("view2d", (ctx) => native.wsp_ggml_view_2d(ctx, a._ptr, ne0, ne1, nb1, offset), a);
+    return this._roomy()
+      ? this._adopt("view2d", native.wsp_ggml_view_2d(this._h, a._h, ne0, ne1, nb1, offset), a)
+      : this._make("view2d", (ctx) => native.wsp_ggml_view_2d(ctx, a._h, ne0, ne1, nb1, offset), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset)`.
    */
   view3d(a: Tensor, ne0: number, ne1: number, ne2: number, nb1: number, nb2: number, offset: number): Tensor {
-    const native = this._use("view3d", ["a", a]);
+    const native = this._live("view3d");
+    this._operand("view3d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1769,14 +2192,17 @@ export abstract class Ops {
     size("nb2", nb2);
     size("offset", offset);
     opChecks.view3d(a, ne0, ne1, ne2, nb1, nb2, offset);
-    return this._make("view3d", (ctx) => native.wsp_ggml_view_3d(ctx, a._ptr, ne0, ne1, ne2, nb1, nb2, offset), a);
+    return this._roomy()
+      ? this._adopt("view3d", native.wsp_ggml_view_3d(this._h, a._h, ne0, ne1, ne2, nb1, nb2, offset), a)
+      : this._make("view3d", (ctx) => native.wsp_ggml_view_3d(ctx, a._h, ne0, ne1, ne2, nb1, nb2, offset), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
    */
   view4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
-    const native = this._use("view4d", ["a", a]);
+    const native = this._live("view4d");
+    this._operand("view4d", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
@@ -1786,20 +2212,25 @@ export abstract class Ops {
     size("nb3", nb3);
     size("offset", offset);
     opChecks.view4d(a, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset);
-    return this._make("view4d", (ctx) => native.wsp_ggml_view_4d(ctx, a._ptr, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset), a);
+    return this._roomy()
+      ? this._adopt("view4d", native.wsp_ggml_view_4d(this._h, a._h, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset), a)
+      : this._make("view4d", (ctx) => native.wsp_ggml_view_4d(ctx, a._h, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_permute(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int axis0, int axis1, int axis2, int axis3)`.
    */
   permute(a: Tensor, axis0: number, axis1: number, axis2: number, axis3: number): Tensor {
-    const native = this._use("permute", ["a", a]);
+    const native = this._live("permute");
+    this._operand("permute", "a", a);
     int("axis0", axis0);
     int("axis1", axis1);
     int("axis2", axis2);
     int("axis3", axis3);
     opChecks.permute(a, axis0, axis1, axis2, axis3);
-    return this._make("permute", (ctx) => native.wsp_ggml_permute(ctx, a._ptr, axis0, axis1, axis2, axis3), a);
+    return this._roomy()
+      ? this._adopt("permute", native.wsp_ggml_permute(this._h, a._h, axis0, axis1, axis2, axis3), a)
+      : this._make("permute", (ctx) => native.wsp_ggml_permute(ctx, a._h, axis0, axis1, axis2, axis3), a);
   }
 
   /**
@@ -1808,9 +2239,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_transpose(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   transpose(a: Tensor): Tensor {
-    const native = this._use("transpose", ["a", a]);
+    const native = this._live("transpose");
+    this._operand("transpose", "a", a);
     opChecks.transpose(a);
-    return this._make("transpose", (ctx) => native.wsp_ggml_transpose(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("transpose", native.wsp_ggml_transpose(this._h, a._h), a)
+      : this._make("transpose", (ctx) => native.wsp_ggml_transpose(ctx, a._h), a);
   }
 
   /**
@@ -1823,18 +2257,27 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   getRows(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("getRows", ["a", a], ["b", b]);
+    const native = this._live("getRows");
+    this._operand("getRows", "a", a);
+    this._operand("getRows", "b", b);
     opChecks.getRows(a, b);
-    return this._make("getRows", (ctx) => native.wsp_ggml_get_rows(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("getRows", native.wsp_ggml_get_rows(this._h, a._h, b._h), a, b)
+      : this._make("getRows", (ctx) => native.wsp_ggml_get_rows(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
    */
   getRowsBack(a: Tensor, b: Tensor, c: Tensor): Tensor {
-    const native = this._use("getRowsBack", ["a", a], ["b", b], ["c", c]);
+    const native = this._live("getRowsBack");
+    this._operand("getRowsBack", "a", a);
+    this._operand("getRowsBack", "b", b);
+    this._operand("getRowsBack", "c", c);
     opChecks.getRowsBack(a, b, c);
-    return this._make("getRowsBack", (ctx) => native.wsp_ggml_get_rows_back(ctx, a._ptr, b._ptr, c._ptr), a, b, c);
+    return this._roomy()
+      ? this._adopt("getRowsBack", native.wsp_ggml_get_rows_back(this._h, a._h, b._h, c._h), a, b, c)
+      : this._make("getRowsBack", (ctx) => native.wsp_ggml_get_rows_back(ctx, a._h, b._h, c._h), a, b, c);
   }
 
   /**
@@ -1853,18 +2296,26 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
    */
   setRows(a: Tensor, b: Tensor, c: Tensor): Tensor {
-    const native = this._use("setRows", ["a", a], ["b", b], ["c", c]);
+    const native = this._live("setRows");
+    this._operand("setRows", "a", a);
+    this._operand("setRows", "b", b);
+    this._operand("setRows", "c", c);
     opChecks.setRows(a, b, c);
-    return this._make("setRows", (ctx) => native.wsp_ggml_set_rows(ctx, a._ptr, b._ptr, c._ptr), a, b, c);
+    return this._roomy()
+      ? this._adopt("setRows", native.wsp_ggml_set_rows(this._h, a._h, b._h, c._h), a, b, c)
+      : this._make("setRows", (ctx) => native.wsp_ggml_set_rows(ctx, a._h, b._h, c._h), a, b, c);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   diag(a: Tensor): Tensor {
-    const native = this._use("diag", ["a", a]);
+    const native = this._live("diag");
+    this._operand("diag", "a", a);
     opChecks.diag(a);
-    return this._make("diag", (ctx) => native.wsp_ggml_diag(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("diag", native.wsp_ggml_diag(this._h, a._h), a)
+      : this._make("diag", (ctx) => native.wsp_ggml_diag(ctx, a._h), a);
   }
 
   /**
@@ -1873,10 +2324,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskInf(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskInf", ["a", a]);
+    const native = this._live("diagMaskInf");
+    this._operand("diagMaskInf", "a", a);
     int("nPast", nPast);
     opChecks.diagMaskInf(a, nPast);
-    return this._make("diagMaskInf", (ctx) => native.wsp_ggml_diag_mask_inf(ctx, a._ptr, nPast), a);
+    return this._roomy()
+      ? this._adopt("diagMaskInf", native.wsp_ggml_diag_mask_inf(this._h, a._h, nPast), a)
+      : this._make("diagMaskInf", (ctx) => native.wsp_ggml_diag_mask_inf(ctx, a._h, nPast), a);
   }
 
   /**
@@ -1885,10 +2339,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskInfInplace(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskInfInplace", ["a", a]);
+    const native = this._live("diagMaskInfInplace");
+    this._operand("diagMaskInfInplace", "a", a);
     int("nPast", nPast);
     opChecks.diagMaskInfInplace(a, nPast);
-    return this._make("diagMaskInfInplace", (ctx) => native.wsp_ggml_diag_mask_inf_inplace(ctx, a._ptr, nPast), a);
+    return this._roomy()
+      ? this._adopt("diagMaskInfInplace", native.wsp_ggml_diag_mask_inf_inplace(this._h, a._h, nPast), a)
+      : this._make("diagMaskInfInplace", (ctx) => native.wsp_ggml_diag_mask_inf_inplace(ctx, a._h, nPast), a);
   }
 
   /**
@@ -1897,10 +2354,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskZero(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskZero", ["a", a]);
+    const native = this._live("diagMaskZero");
+    this._operand("diagMaskZero", "a", a);
     int("nPast", nPast);
     opChecks.diagMaskZero(a, nPast);
-    return this._make("diagMaskZero", (ctx) => native.wsp_ggml_diag_mask_zero(ctx, a._ptr, nPast), a);
+    return this._roomy()
+      ? this._adopt("diagMaskZero", native.wsp_ggml_diag_mask_zero(this._h, a._h, nPast), a)
+      : this._make("diagMaskZero", (ctx) => native.wsp_ggml_diag_mask_zero(ctx, a._h, nPast), a);
   }
 
   /**
@@ -1909,19 +2369,25 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
    */
   diagMaskZeroInplace(a: Tensor, nPast: number): Tensor {
-    const native = this._use("diagMaskZeroInplace", ["a", a]);
+    const native = this._live("diagMaskZeroInplace");
+    this._operand("diagMaskZeroInplace", "a", a);
     int("nPast", nPast);
     opChecks.diagMaskZeroInplace(a, nPast);
-    return this._make("diagMaskZeroInplace", (ctx) => native.wsp_ggml_diag_mask_zero_inplace(ctx, a._ptr, nPast), a);
+    return this._roomy()
+      ? this._adopt("diagMaskZeroInplace", native.wsp_ggml_diag_mask_zero_inplace(this._h, a._h, nPast), a)
+      : this._make("diagMaskZeroInplace", (ctx) => native.wsp_ggml_diag_mask_zero_inplace(ctx, a._h, nPast), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   softMax(a: Tensor): Tensor {
-    const native = this._use("softMax", ["a", a]);
+    const native = this._live("softMax");
+    this._operand("softMax", "a", a);
     opChecks.softMax(a);
-    return this._make("softMax", (ctx) => native.wsp_ggml_soft_max(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("softMax", native.wsp_ggml_soft_max(this._h, a._h), a)
+      : this._make("softMax", (ctx) => native.wsp_ggml_soft_max(ctx, a._h), a);
   }
 
   /**
@@ -1930,9 +2396,12 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
    */
   softMaxInplace(a: Tensor): Tensor {
-    const native = this._use("softMaxInplace", ["a", a]);
+    const native = this._live("softMaxInplace");
+    this._operand("softMaxInplace", "a", a);
     opChecks.softMaxInplace(a);
-    return this._make("softMaxInplace", (ctx) => native.wsp_ggml_soft_max_inplace(ctx, a._ptr), a);
+    return this._roomy()
+      ? this._adopt("softMaxInplace", native.wsp_ggml_soft_max_inplace(this._h, a._h), a)
+      : this._make("softMaxInplace", (ctx) => native.wsp_ggml_soft_max_inplace(ctx, a._h), a);
   }
 
   /**
@@ -1949,22 +2418,30 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *mask, float scale, float max_bias)`.
    */
   softMaxExt(a: Tensor, mask: Tensor | null, scale: number, maxBias: number): Tensor {
-    const native = this._use("softMaxExt", ["a", a], ["mask", mask, true]);
+    const native = this._live("softMaxExt");
+    this._operand("softMaxExt", "a", a);
+    this._operand("softMaxExt", "mask", mask, true);
     float("scale", scale);
     float("maxBias", maxBias);
     opChecks.softMaxExt(a, mask, scale, maxBias);
-    return this._make("softMaxExt", (ctx) => native.wsp_ggml_soft_max_ext(ctx, a._ptr, mask?._ptr ?? 0, scale, maxBias), a, mask);
+    return this._roomy()
+      ? this._adopt("softMaxExt", native.wsp_ggml_soft_max_ext(this._h, a._h, mask?._h ?? 0, scale, maxBias), a, mask)
+      : this._make("softMaxExt", (ctx) => native.wsp_ggml_soft_max_ext(ctx, a._h, mask?._h ?? 0, scale, maxBias), a, mask);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)`.
    */
   softMaxExtBack(a: Tensor, b: Tensor, scale: number, maxBias: number): Tensor {
-    const native = this._use("softMaxExtBack", ["a", a], ["b", b]);
+    const native = this._live("softMaxExtBack");
+    this._operand("softMaxExtBack", "a", a);
+    this._operand("softMaxExtBack", "b", b);
     float("scale", scale);
     float("maxBias", maxBias);
     opChecks.softMaxExtBack(a, b, scale, maxBias);
-    return this._make("softMaxExtBack", (ctx) => native.wsp_ggml_soft_max_ext_back(ctx, a._ptr, b._ptr, scale, maxBias), a, b);
+    return this._roomy()
+      ? this._adopt("softMaxExtBack", native.wsp_ggml_soft_max_ext_back(this._h, a._h, b._h, scale, maxBias), a, b)
+      : this._make("softMaxExtBack", (ctx) => native.wsp_ggml_soft_max_ext_back(ctx, a._h, b._h, scale, maxBias), a, b);
   }
 
   /**
@@ -1973,11 +2450,15 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)`.
    */
   softMaxExtBackInplace(a: Tensor, b: Tensor, scale: number, maxBias: number): Tensor {
-    const native = this._use("softMaxExtBackInplace", ["a", a], ["b", b]);
+    const native = this._live("softMaxExtBackInplace");
+    this._operand("softMaxExtBackInplace", "a", a);
+    this._operand("softMaxExtBackInplace", "b", b);
     float("scale", scale);
     float("maxBias", maxBias);
     opChecks.softMaxExtBackInplace(a, b, scale, maxBias);
-    return this._make("softMaxExtBackInplace", (ctx) => native.wsp_ggml_soft_max_ext_back_inplace(ctx, a._ptr, b._ptr, scale, maxBias), a, b);
+    return this._roomy()
+      ? this._adopt("softMaxExtBackInplace", native.wsp_ggml_soft_max_ext_back_inplace(this._h, a._h, b._h, scale, maxBias), a, b)
+      : this._make("softMaxExtBackInplace", (ctx) => native.wsp_ggml_soft_max_ext_back_inplace(ctx, a._h, b._h, scale, maxBias), a, b);
   }
 
   /**
@@ -1990,11 +2471,15 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)`.
    */
   rope(a: Tensor, b: Tensor, nDims: number, mode: number): Tensor {
-    const native = this._use("rope", ["a", a], ["b", b]);
+    const native = this._live("rope");
+    this._operand("rope", "a", a);
+    this._operand("rope", "b", b);
     int("nDims", nDims);
     int("mode", mode);
     opChecks.rope(a, b, nDims, mode);
-    return this._make("rope", (ctx) => native.wsp_ggml_rope(ctx, a._ptr, b._ptr, nDims, mode), a, b);
+    return this._roomy()
+      ? this._adopt("rope", native.wsp_ggml_rope(this._h, a._h, b._h, nDims, mode), a, b)
+      : this._make("rope", (ctx) => native.wsp_ggml_rope(ctx, a._h, b._h, nDims, mode), a, b);
   }
 
   /**
@@ -2003,11 +2488,15 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)`.
    */
   ropeInplace(a: Tensor, b: Tensor, nDims: number, mode: number): Tensor {
-    const native = this._use("ropeInplace", ["a", a], ["b", b]);
+    const native = this._live("ropeInplace");
+    this._operand("ropeInplace", "a", a);
+    this._operand("ropeInplace", "b", b);
     int("nDims", nDims);
     int("mode", mode);
     opChecks.ropeInplace(a, b, nDims, mode);
-    return this._make("ropeInplace", (ctx) => native.wsp_ggml_rope_inplace(ctx, a._ptr, b._ptr, nDims, mode), a, b);
+    return this._roomy()
+      ? this._adopt("ropeInplace", native.wsp_ggml_rope_inplace(this._h, a._h, b._h, nDims, mode), a, b)
+      : this._make("ropeInplace", (ctx) => native.wsp_ggml_rope_inplace(ctx, a._h, b._h, nDims, mode), a, b);
   }
 
   /**
@@ -2017,7 +2506,10 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeExt(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeExt", ["a", a], ["b", b], ["c", c, true]);
+    const native = this._live("ropeExt");
+    this._operand("ropeExt", "a", a);
+    this._operand("ropeExt", "b", b);
+    this._operand("ropeExt", "c", c, true);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2028,14 +2520,19 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeExt(a, b, c, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    return this._make("ropeExt", (ctx) => native.wsp_ggml_rope_ext(ctx, a._ptr, b._ptr, c?._ptr ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
+    return this._roomy()
+      ? this._adopt("ropeExt", native.wsp_ggml_rope_ext(this._h, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
+      : this._make("ropeExt", (ctx) => native.wsp_ggml_rope_ext(ctx, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeMulti(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeMulti", ["a", a], ["b", b], ["c", c, true]);
+    const native = this._live("ropeMulti");
+    this._operand("ropeMulti", "a", a);
+    this._operand("ropeMulti", "b", b);
+    this._operand("ropeMulti", "c", c, true);
     int("nDims", nDims);
     const sectionsC = ints("sections", sections, 4, Int32Array);
     int("mode", mode);
@@ -2047,7 +2544,9 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeMulti(a, b, c, nDims, sections, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    const result = this._make("ropeMulti", (ctx) => native.wsp_ggml_rope_multi(ctx, a._ptr, b._ptr, c?._ptr ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
+    const result = this._roomy()
+      ? this._adopt("ropeMulti", native.wsp_ggml_rope_multi(this._h, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
+      : this._make("ropeMulti", (ctx) => native.wsp_ggml_rope_multi(ctx, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
     keepAlive([sectionsC]);
     return result;
   }
@@ -2058,7 +2557,10 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeExtInplace(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeExtInplace", ["a", a], ["b", b], ["c", c, true]);
+    const native = this._live("ropeExtInplace");
+    this._operand("ropeExtInplace", "a", a);
+    this._operand("ropeExtInplace", "b", b);
+    this._operand("ropeExtInplace", "c", c, true);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2069,14 +2571,19 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeExtInplace(a, b, c, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    return this._make("ropeExtInplace", (ctx) => native.wsp_ggml_rope_ext_inplace(ctx, a._ptr, b._ptr, c?._ptr ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
+    return this._roomy()
+      ? this._adopt("ropeExtInplace", native.wsp_ggml_rope_ext_inplace(this._h, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
+      : this._make("ropeExtInplace", (ctx) => native.wsp_ggml_rope_ext_inplace(ctx, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeMultiInplace(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeMultiInplace", ["a", a], ["b", b], ["c", c, true]);
+    const native = this._live("ropeMultiInplace");
+    this._operand("ropeMultiInplace", "a", a);
+    this._operand("ropeMultiInplace", "b", b);
+    this._operand("ropeMultiInplace", "c", c, true);
     int("nDims", nDims);
     const sectionsC = ints("sections", sections, 4, Int32Array);
     int("mode", mode);
@@ -2088,7 +2595,9 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeMultiInplace(a, b, c, nDims, sections, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    const result = this._make("ropeMultiInplace", (ctx) => native.wsp_ggml_rope_multi_inplace(ctx, a._ptr, b._ptr, c?._ptr ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
+    const result = this._roomy()
+      ? this._adopt("ropeMultiInplace", native.wsp_ggml_rope_multi_inplace(this._h, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
+      : this._make("ropeMultiInplace", (ctx) => native.wsp_ggml_rope_multi_inplace(ctx, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
     keepAlive([sectionsC]);
     return result;
   }
@@ -2099,7 +2608,9 @@ export abstract class Ops {
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
   ropeCustom(a: Tensor, b: Tensor, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeCustom", ["a", a], ["b", b]);
+    const native = this._live("ropeCustom");
+    this._operand("ropeCustom", "a", a);
+    this._operand("ropeCustom", "b", b);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2110,7 +2621,9 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeCustom(a, b, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    return this._make("ropeCustom", (ctx) => native.wsp_ggml_rope_custom(ctx, a._ptr, b._ptr, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b);
+    return this._roomy()
+      ? this._adopt("ropeCustom", native.wsp_ggml_rope_custom(this._h, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b)
+      : this._make("ropeCustom", (ctx) => native.wsp_ggml_rope_custom(ctx, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b);
   }
 
   /**
@@ -2119,7 +2632,9 @@ export abstract class Ops {
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
   ropeCustomInplace(a: Tensor, b: Tensor, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeCustomInplace", ["a", a], ["b", b]);
+    const native = this._live("ropeCustomInplace");
+    this._operand("ropeCustomInplace", "a", a);
+    this._operand("ropeCustomInplace", "b", b);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2130,7 +2645,9 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeCustomInplace(a, b, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    return this._make("ropeCustomInplace", (ctx) => native.wsp_ggml_rope_custom_inplace(ctx, a._ptr, b._ptr, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b);
+    return this._roomy()
+      ? this._adopt("ropeCustomInplace", native.wsp_ggml_rope_custom_inplace(this._h, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b)
+      : this._make("ropeCustomInplace", (ctx) => native.wsp_ggml_rope_custom_inplace(ctx, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b);
   }
 
   /**
@@ -2140,7 +2657,10 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeExtBack(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeExtBack", ["a", a], ["b", b], ["c", c, true]);
+    const native = this._live("ropeExtBack");
+    this._operand("ropeExtBack", "a", a);
+    this._operand("ropeExtBack", "b", b);
+    this._operand("ropeExtBack", "c", c, true);
     int("nDims", nDims);
     int("mode", mode);
     int("nCtxOrig", nCtxOrig);
@@ -2151,14 +2671,19 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeExtBack(a, b, c, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    return this._make("ropeExtBack", (ctx) => native.wsp_ggml_rope_ext_back(ctx, a._ptr, b._ptr, c?._ptr ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
+    return this._roomy()
+      ? this._adopt("ropeExtBack", native.wsp_ggml_rope_ext_back(this._h, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
+      : this._make("ropeExtBack", (ctx) => native.wsp_ggml_rope_ext_back(ctx, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
    */
   ropeMultiBack(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
-    const native = this._use("ropeMultiBack", ["a", a], ["b", b], ["c", c, true]);
+    const native = this._live("ropeMultiBack");
+    this._operand("ropeMultiBack", "a", a);
+    this._operand("ropeMultiBack", "b", b);
+    this._operand("ropeMultiBack", "c", c, true);
     int("nDims", nDims);
     const sectionsC = ints("sections", sections, 4, Int32Array);
     int("mode", mode);
@@ -2170,7 +2695,9 @@ export abstract class Ops {
     float("betaFast", betaFast);
     float("betaSlow", betaSlow);
     opChecks.ropeMultiBack(a, b, c, nDims, sections, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
-    const result = this._make("ropeMultiBack", (ctx) => native.wsp_ggml_rope_multi_back(ctx, a._ptr, b._ptr, c?._ptr ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
+    const result = this._roomy()
+      ? this._adopt("ropeMultiBack", native.wsp_ggml_rope_multi_back(this._h, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
+      : this._make("ropeMultiBack", (ctx) => native.wsp_ggml_rope_multi_back(ctx, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
     keepAlive([sectionsC]);
     return result;
   }
@@ -2182,11 +2709,14 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_clamp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float min, float max)`.
    */
   clamp(a: Tensor, min: number, max: number): Tensor {
-    const native = this._use("clamp", ["a", a]);
+    const native = this._live("clamp");
+    this._operand("clamp", "a", a);
     float("min", min);
     float("max", max);
     opChecks.clamp(a, min, max);
-    return this._make("clamp", (ctx) => native.wsp_ggml_clamp(ctx, a._ptr, min, max), a);
+    return this._roomy()
+      ? this._adopt("clamp", native.wsp_ggml_clamp(this._h, a._h, min, max), a)
+      : this._make("clamp", (ctx) => native.wsp_ggml_clamp(ctx, a._h, min, max), a);
   }
 
   /**
@@ -2196,7 +2726,9 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D, enum wsp_ggml_type dst_type)`.
    */
   im2col(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number, is2D: boolean, dstType: Type): Tensor {
-    const native = this._use("im2col", ["a", a], ["b", b]);
+    const native = this._live("im2col");
+    this._operand("im2col", "a", a);
+    this._operand("im2col", "b", b);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2206,14 +2738,18 @@ export abstract class Ops {
     bool("is2D", is2D);
     member("dstType", dstType, Type, "Type");
     opChecks.im2col(a, b, s0, s1, p0, p1, d0, d1, is2D, dstType);
-    return this._make("im2col", (ctx) => native.wsp_ggml_im2col(ctx, a._ptr, b._ptr, s0, s1, p0, p1, d0, d1, is2D, dstType), a, b);
+    return this._roomy()
+      ? this._adopt("im2col", native.wsp_ggml_im2col(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1, is2D, dstType), a, b)
+      : this._make("im2col", (ctx) => native.wsp_ggml_im2col(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1, is2D, dstType), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t *ne, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D)`.
    */
   im2colBack(a: Tensor, b: Tensor, ne: readonly [number, number, number, number], s0: number, s1: number, p0: number, p1: number, d0: number, d1: number, is2D: boolean): Tensor {
-    const native = this._use("im2colBack", ["a", a], ["b", b]);
+    const native = this._live("im2colBack");
+    this._operand("im2colBack", "a", a);
+    this._operand("im2colBack", "b", b);
     const neC = ints("ne", ne, 4, BigInt64Array);
     int("s0", s0);
     int("s1", s1);
@@ -2223,7 +2759,9 @@ export abstract class Ops {
     int("d1", d1);
     bool("is2D", is2D);
     opChecks.im2colBack(a, b, ne, s0, s1, p0, p1, d0, d1, is2D);
-    const result = this._make("im2colBack", (ctx) => native.wsp_ggml_im2col_back(ctx, a._ptr, b._ptr, ffi.addressOf(neC), s0, s1, p0, p1, d0, d1, is2D), a, b);
+    const result = this._roomy()
+      ? this._adopt("im2colBack", native.wsp_ggml_im2col_back(this._h, a._h, b._h, ffi.addressOf(neC), s0, s1, p0, p1, d0, d1, is2D), a, b)
+      : this._make("im2colBack", (ctx) => native.wsp_ggml_im2col_back(ctx, a._h, b._h, ffi.addressOf(neC), s0, s1, p0, p1, d0, d1, is2D), a, b);
     keepAlive([neC]);
     return result;
   }
@@ -2232,12 +2770,16 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
    */
   conv1d(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
-    const native = this._use("conv1d", ["a", a], ["b", b]);
+    const native = this._live("conv1d");
+    this._operand("conv1d", "a", a);
+    this._operand("conv1d", "b", b);
     int("s0", s0);
     int("p0", p0);
     int("d0", d0);
     opChecks.conv1d(a, b, s0, p0, d0);
-    return this._make("conv1d", (ctx) => native.wsp_ggml_conv_1d(ctx, a._ptr, b._ptr, s0, p0, d0), a, b);
+    return this._roomy()
+      ? this._adopt("conv1d", native.wsp_ggml_conv_1d(this._h, a._h, b._h, s0, p0, d0), a, b)
+      : this._make("conv1d", (ctx) => native.wsp_ggml_conv_1d(ctx, a._h, b._h, s0, p0, d0), a, b);
   }
 
   /**
@@ -2247,11 +2789,15 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s, int d)`.
    */
   conv1dPh(a: Tensor, b: Tensor, s: number, d: number): Tensor {
-    const native = this._use("conv1dPh", ["a", a], ["b", b]);
+    const native = this._live("conv1dPh");
+    this._operand("conv1dPh", "a", a);
+    this._operand("conv1dPh", "b", b);
     int("s", s);
     int("d", d);
     opChecks.conv1dPh(a, b, s, d);
-    return this._make("conv1dPh", (ctx) => native.wsp_ggml_conv_1d_ph(ctx, a._ptr, b._ptr, s, d), a, b);
+    return this._roomy()
+      ? this._adopt("conv1dPh", native.wsp_ggml_conv_1d_ph(this._h, a._h, b._h, s, d), a, b)
+      : this._make("conv1dPh", (ctx) => native.wsp_ggml_conv_1d_ph(ctx, a._h, b._h, s, d), a, b);
   }
 
   /**
@@ -2261,42 +2807,56 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
    */
   conv1dDw(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
-    const native = this._use("conv1dDw", ["a", a], ["b", b]);
+    const native = this._live("conv1dDw");
+    this._operand("conv1dDw", "a", a);
+    this._operand("conv1dDw", "b", b);
     int("s0", s0);
     int("p0", p0);
     int("d0", d0);
     opChecks.conv1dDw(a, b, s0, p0, d0);
-    return this._make("conv1dDw", (ctx) => native.wsp_ggml_conv_1d_dw(ctx, a._ptr, b._ptr, s0, p0, d0), a, b);
+    return this._roomy()
+      ? this._adopt("conv1dDw", native.wsp_ggml_conv_1d_dw(this._h, a._h, b._h, s0, p0, d0), a, b)
+      : this._make("conv1dDw", (ctx) => native.wsp_ggml_conv_1d_dw(ctx, a._h, b._h, s0, p0, d0), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int d0)`.
    */
   conv1dDwPh(a: Tensor, b: Tensor, s0: number, d0: number): Tensor {
-    const native = this._use("conv1dDwPh", ["a", a], ["b", b]);
+    const native = this._live("conv1dDwPh");
+    this._operand("conv1dDwPh", "a", a);
+    this._operand("conv1dDwPh", "b", b);
     int("s0", s0);
     int("d0", d0);
     opChecks.conv1dDwPh(a, b, s0, d0);
-    return this._make("conv1dDwPh", (ctx) => native.wsp_ggml_conv_1d_dw_ph(ctx, a._ptr, b._ptr, s0, d0), a, b);
+    return this._roomy()
+      ? this._adopt("conv1dDwPh", native.wsp_ggml_conv_1d_dw_ph(this._h, a._h, b._h, s0, d0), a, b)
+      : this._make("conv1dDwPh", (ctx) => native.wsp_ggml_conv_1d_dw_ph(ctx, a._h, b._h, s0, d0), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
    */
   convTranspose1d(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
-    const native = this._use("convTranspose1d", ["a", a], ["b", b]);
+    const native = this._live("convTranspose1d");
+    this._operand("convTranspose1d", "a", a);
+    this._operand("convTranspose1d", "b", b);
     int("s0", s0);
     int("p0", p0);
     int("d0", d0);
     opChecks.convTranspose1d(a, b, s0, p0, d0);
-    return this._make("convTranspose1d", (ctx) => native.wsp_ggml_conv_transpose_1d(ctx, a._ptr, b._ptr, s0, p0, d0), a, b);
+    return this._roomy()
+      ? this._adopt("convTranspose1d", native.wsp_ggml_conv_transpose_1d(this._h, a._h, b._h, s0, p0, d0), a, b)
+      : this._make("convTranspose1d", (ctx) => native.wsp_ggml_conv_transpose_1d(ctx, a._h, b._h, s0, p0, d0), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
    */
   conv2d(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
-    const native = this._use("conv2d", ["a", a], ["b", b]);
+    const native = this._live("conv2d");
+    this._operand("conv2d", "a", a);
+    this._operand("conv2d", "b", b);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2304,14 +2864,18 @@ export abstract class Ops {
     int("d0", d0);
     int("d1", d1);
     opChecks.conv2d(a, b, s0, s1, p0, p1, d0, d1);
-    return this._make("conv2d", (ctx) => native.wsp_ggml_conv_2d(ctx, a._ptr, b._ptr, s0, s1, p0, p1, d0, d1), a, b);
+    return this._roomy()
+      ? this._adopt("conv2d", native.wsp_ggml_conv_2d(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b)
+      : this._make("conv2d", (ctx) => native.wsp_ggml_conv_2d(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, enum wsp_ggml_type dst_type)`.
    */
   im2col3d(a: Tensor, b: Tensor, IC: number, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number, dstType: Type): Tensor {
-    const native = this._use("im2col3d", ["a", a], ["b", b]);
+    const native = this._live("im2col3d");
+    this._operand("im2col3d", "a", a);
+    this._operand("im2col3d", "b", b);
     i64("IC", IC);
     int("s0", s0);
     int("s1", s1);
@@ -2324,7 +2888,9 @@ export abstract class Ops {
     int("d2", d2);
     member("dstType", dstType, Type, "Type");
     opChecks.im2col3d(a, b, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2, dstType);
-    return this._make("im2col3d", (ctx) => native.wsp_ggml_im2col_3d(ctx, a._ptr, b._ptr, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2, dstType), a, b);
+    return this._roomy()
+      ? this._adopt("im2col3d", native.wsp_ggml_im2col_3d(this._h, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2, dstType), a, b)
+      : this._make("im2col3d", (ctx) => native.wsp_ggml_im2col_3d(ctx, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2, dstType), a, b);
   }
 
   /**
@@ -2335,7 +2901,9 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2)`.
    */
   conv3d(a: Tensor, b: Tensor, IC: number, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number): Tensor {
-    const native = this._use("conv3d", ["a", a], ["b", b]);
+    const native = this._live("conv3d");
+    this._operand("conv3d", "a", a);
+    this._operand("conv3d", "b", b);
     i64("IC", IC);
     int("s0", s0);
     int("s1", s1);
@@ -2347,7 +2915,9 @@ export abstract class Ops {
     int("d1", d1);
     int("d2", d2);
     opChecks.conv3d(a, b, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2);
-    return this._make("conv3d", (ctx) => native.wsp_ggml_conv_3d(ctx, a._ptr, b._ptr, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2), a, b);
+    return this._roomy()
+      ? this._adopt("conv3d", native.wsp_ggml_conv_3d(this._h, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2), a, b)
+      : this._make("conv3d", (ctx) => native.wsp_ggml_conv_3d(ctx, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2), a, b);
   }
 
   /**
@@ -2363,9 +2933,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_sk_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   conv2dSkP0(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("conv2dSkP0", ["a", a], ["b", b]);
+    const native = this._live("conv2dSkP0");
+    this._operand("conv2dSkP0", "a", a);
+    this._operand("conv2dSkP0", "b", b);
     opChecks.conv2dSkP0(a, b);
-    return this._make("conv2dSkP0", (ctx) => native.wsp_ggml_conv_2d_sk_p0(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("conv2dSkP0", native.wsp_ggml_conv_2d_sk_p0(this._h, a._h, b._h), a, b)
+      : this._make("conv2dSkP0", (ctx) => native.wsp_ggml_conv_2d_sk_p0(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -2381,9 +2955,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_s1_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   conv2dS1Ph(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("conv2dS1Ph", ["a", a], ["b", b]);
+    const native = this._live("conv2dS1Ph");
+    this._operand("conv2dS1Ph", "a", a);
+    this._operand("conv2dS1Ph", "b", b);
     opChecks.conv2dS1Ph(a, b);
-    return this._make("conv2dS1Ph", (ctx) => native.wsp_ggml_conv_2d_s1_ph(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("conv2dS1Ph", native.wsp_ggml_conv_2d_s1_ph(this._h, a._h, b._h), a, b)
+      : this._make("conv2dS1Ph", (ctx) => native.wsp_ggml_conv_2d_s1_ph(ctx, a._h, b._h), a, b);
   }
 
   /**
@@ -2392,7 +2970,9 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
    */
   conv2dDw(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
-    const native = this._use("conv2dDw", ["a", a], ["b", b]);
+    const native = this._live("conv2dDw");
+    this._operand("conv2dDw", "a", a);
+    this._operand("conv2dDw", "b", b);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2400,7 +2980,9 @@ export abstract class Ops {
     int("d0", d0);
     int("d1", d1);
     opChecks.conv2dDw(a, b, s0, s1, p0, p1, d0, d1);
-    return this._make("conv2dDw", (ctx) => native.wsp_ggml_conv_2d_dw(ctx, a._ptr, b._ptr, s0, s1, p0, p1, d0, d1), a, b);
+    return this._roomy()
+      ? this._adopt("conv2dDw", native.wsp_ggml_conv_2d_dw(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b)
+      : this._make("conv2dDw", (ctx) => native.wsp_ggml_conv_2d_dw(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b);
   }
 
   /**
@@ -2413,7 +2995,9 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride0, int stride1, int pad0, int pad1, int dilation0, int dilation1)`.
    */
   conv2dDwDirect(a: Tensor, b: Tensor, stride0: number, stride1: number, pad0: number, pad1: number, dilation0: number, dilation1: number): Tensor {
-    const native = this._use("conv2dDwDirect", ["a", a], ["b", b]);
+    const native = this._live("conv2dDwDirect");
+    this._operand("conv2dDwDirect", "a", a);
+    this._operand("conv2dDwDirect", "b", b);
     int("stride0", stride0);
     int("stride1", stride1);
     int("pad0", pad0);
@@ -2421,24 +3005,32 @@ export abstract class Ops {
     int("dilation0", dilation0);
     int("dilation1", dilation1);
     opChecks.conv2dDwDirect(a, b, stride0, stride1, pad0, pad1, dilation0, dilation1);
-    return this._make("conv2dDwDirect", (ctx) => native.wsp_ggml_conv_2d_dw_direct(ctx, a._ptr, b._ptr, stride0, stride1, pad0, pad1, dilation0, dilation1), a, b);
+    return this._roomy()
+      ? this._adopt("conv2dDwDirect", native.wsp_ggml_conv_2d_dw_direct(this._h, a._h, b._h, stride0, stride1, pad0, pad1, dilation0, dilation1), a, b)
+      : this._make("conv2dDwDirect", (ctx) => native.wsp_ggml_conv_2d_dw_direct(ctx, a._h, b._h, stride0, stride1, pad0, pad1, dilation0, dilation1), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_2d_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride)`.
    */
   convTranspose2dP0(a: Tensor, b: Tensor, stride: number): Tensor {
-    const native = this._use("convTranspose2dP0", ["a", a], ["b", b]);
+    const native = this._live("convTranspose2dP0");
+    this._operand("convTranspose2dP0", "a", a);
+    this._operand("convTranspose2dP0", "b", b);
     int("stride", stride);
     opChecks.convTranspose2dP0(a, b, stride);
-    return this._make("convTranspose2dP0", (ctx) => native.wsp_ggml_conv_transpose_2d_p0(ctx, a._ptr, b._ptr, stride), a, b);
+    return this._roomy()
+      ? this._adopt("convTranspose2dP0", native.wsp_ggml_conv_transpose_2d_p0(this._h, a._h, b._h, stride), a, b)
+      : this._make("convTranspose2dP0", (ctx) => native.wsp_ggml_conv_transpose_2d_p0(ctx, a._h, b._h, stride), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
    */
   conv2dDirect(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
-    const native = this._use("conv2dDirect", ["a", a], ["b", b]);
+    const native = this._live("conv2dDirect");
+    this._operand("conv2dDirect", "a", a);
+    this._operand("conv2dDirect", "b", b);
     int("s0", s0);
     int("s1", s1);
     int("p0", p0);
@@ -2446,14 +3038,18 @@ export abstract class Ops {
     int("d0", d0);
     int("d1", d1);
     opChecks.conv2dDirect(a, b, s0, s1, p0, p1, d0, d1);
-    return this._make("conv2dDirect", (ctx) => native.wsp_ggml_conv_2d_direct(ctx, a._ptr, b._ptr, s0, s1, p0, p1, d0, d1), a, b);
+    return this._roomy()
+      ? this._adopt("conv2dDirect", native.wsp_ggml_conv_2d_direct(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b)
+      : this._make("conv2dDirect", (ctx) => native.wsp_ggml_conv_2d_direct(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, int n_channels, int n_batch, int n_channels_out)`.
    */
   conv3dDirect(a: Tensor, b: Tensor, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number, nChannels: number, nBatch: number, nChannelsOut: number): Tensor {
-    const native = this._use("conv3dDirect", ["a", a], ["b", b]);
+    const native = this._live("conv3dDirect");
+    this._operand("conv3dDirect", "a", a);
+    this._operand("conv3dDirect", "b", b);
     int("s0", s0);
     int("s1", s1);
     int("s2", s2);
@@ -2467,20 +3063,25 @@ export abstract class Ops {
     int("nBatch", nBatch);
     int("nChannelsOut", nChannelsOut);
     opChecks.conv3dDirect(a, b, s0, s1, s2, p0, p1, p2, d0, d1, d2, nChannels, nBatch, nChannelsOut);
-    return this._make("conv3dDirect", (ctx) => native.wsp_ggml_conv_3d_direct(ctx, a._ptr, b._ptr, s0, s1, s2, p0, p1, p2, d0, d1, d2, nChannels, nBatch, nChannelsOut), a, b);
+    return this._roomy()
+      ? this._adopt("conv3dDirect", native.wsp_ggml_conv_3d_direct(this._h, a._h, b._h, s0, s1, s2, p0, p1, p2, d0, d1, d2, nChannels, nBatch, nChannelsOut), a, b)
+      : this._make("conv3dDirect", (ctx) => native.wsp_ggml_conv_3d_direct(ctx, a._h, b._h, s0, s1, s2, p0, p1, p2, d0, d1, d2, nChannels, nBatch, nChannelsOut), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int s0, int p0)`.
    */
   pool1d(a: Tensor, op: OpPool, k0: number, s0: number, p0: number): Tensor {
-    const native = this._use("pool1d", ["a", a]);
+    const native = this._live("pool1d");
+    this._operand("pool1d", "a", a);
     member("op", op, OpPool, "OpPool");
     int("k0", k0);
     int("s0", s0);
     int("p0", p0);
     opChecks.pool1d(a, op, k0, s0, p0);
-    return this._make("pool1d", (ctx) => native.wsp_ggml_pool_1d(ctx, a._ptr, op, k0, s0, p0), a);
+    return this._roomy()
+      ? this._adopt("pool1d", native.wsp_ggml_pool_1d(this._h, a._h, op, k0, s0, p0), a)
+      : this._make("pool1d", (ctx) => native.wsp_ggml_pool_1d(ctx, a._h, op, k0, s0, p0), a);
   }
 
   /**
@@ -2490,7 +3091,8 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)`.
    */
   pool2d(a: Tensor, op: OpPool, k0: number, k1: number, s0: number, s1: number, p0: number, p1: number): Tensor {
-    const native = this._use("pool2d", ["a", a]);
+    const native = this._live("pool2d");
+    this._operand("pool2d", "a", a);
     member("op", op, OpPool, "OpPool");
     int("k0", k0);
     int("k1", k1);
@@ -2499,14 +3101,18 @@ export abstract class Ops {
     float("p0", p0);
     float("p1", p1);
     opChecks.pool2d(a, op, k0, k1, s0, s1, p0, p1);
-    return this._make("pool2d", (ctx) => native.wsp_ggml_pool_2d(ctx, a._ptr, op, k0, k1, s0, s1, p0, p1), a);
+    return this._roomy()
+      ? this._adopt("pool2d", native.wsp_ggml_pool_2d(this._h, a._h, op, k0, k1, s0, s1, p0, p1), a)
+      : this._make("pool2d", (ctx) => native.wsp_ggml_pool_2d(ctx, a._h, op, k0, k1, s0, s1, p0, p1), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *af, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)`.
    */
   pool2dBack(a: Tensor, af: Tensor, op: OpPool, k0: number, k1: number, s0: number, s1: number, p0: number, p1: number): Tensor {
-    const native = this._use("pool2dBack", ["a", a], ["af", af]);
+    const native = this._live("pool2dBack");
+    this._operand("pool2dBack", "a", a);
+    this._operand("pool2dBack", "af", af);
     member("op", op, OpPool, "OpPool");
     int("k0", k0);
     int("k1", k1);
@@ -2515,7 +3121,9 @@ export abstract class Ops {
     float("p0", p0);
     float("p1", p1);
     opChecks.pool2dBack(a, af, op, k0, k1, s0, s1, p0, p1);
-    return this._make("pool2dBack", (ctx) => native.wsp_ggml_pool_2d_back(ctx, a._ptr, af._ptr, op, k0, k1, s0, s1, p0, p1), a, af);
+    return this._roomy()
+      ? this._adopt("pool2dBack", native.wsp_ggml_pool_2d_back(this._h, a._h, af._h, op, k0, k1, s0, s1, p0, p1), a, af)
+      : this._make("pool2dBack", (ctx) => native.wsp_ggml_pool_2d_back(ctx, a._h, af._h, op, k0, k1, s0, s1, p0, p1), a, af);
   }
 
   /**
@@ -2525,11 +3133,14 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_upscale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int scale_factor, enum wsp_ggml_scale_mode mode)`.
    */
   upscale(a: Tensor, scaleFactor: number, mode: ScaleMode): Tensor {
-    const native = this._use("upscale", ["a", a]);
+    const native = this._live("upscale");
+    this._operand("upscale", "a", a);
     int("scaleFactor", scaleFactor);
     member("mode", mode, ScaleMode, "ScaleMode");
     opChecks.upscale(a, scaleFactor, mode);
-    return this._make("upscale", (ctx) => native.wsp_ggml_upscale(ctx, a._ptr, scaleFactor, mode), a);
+    return this._roomy()
+      ? this._adopt("upscale", native.wsp_ggml_upscale(this._h, a._h, scaleFactor, mode), a)
+      : this._make("upscale", (ctx) => native.wsp_ggml_upscale(ctx, a._h, scaleFactor, mode), a);
   }
 
   /**
@@ -2538,14 +3149,17 @@ export abstract class Ops {
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
   upscaleExt(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, mode: ScaleMode): Tensor {
-    const native = this._use("upscaleExt", ["a", a]);
+    const native = this._live("upscaleExt");
+    this._operand("upscaleExt", "a", a);
     int("ne0", ne0);
     int("ne1", ne1);
     int("ne2", ne2);
     int("ne3", ne3);
     member("mode", mode, ScaleMode, "ScaleMode");
     opChecks.upscaleExt(a, ne0, ne1, ne2, ne3, mode);
-    return this._make("upscaleExt", (ctx) => native.wsp_ggml_upscale_ext(ctx, a._ptr, ne0, ne1, ne2, ne3, mode), a);
+    return this._roomy()
+      ? this._adopt("upscaleExt", native.wsp_ggml_upscale_ext(this._h, a._h, ne0, ne1, ne2, ne3, mode), a)
+      : this._make("upscaleExt", (ctx) => native.wsp_ggml_upscale_ext(ctx, a._h, ne0, ne1, ne2, ne3, mode), a);
   }
 
   /**
@@ -2555,14 +3169,17 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_interpolate(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint32_t mode)`.
    */
   interpolate(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, mode: number): Tensor {
-    const native = this._use("interpolate", ["a", a]);
+    const native = this._live("interpolate");
+    this._operand("interpolate", "a", a);
     i64("ne0", ne0);
     i64("ne1", ne1);
     i64("ne2", ne2);
     i64("ne3", ne3);
     uint("mode", mode);
     opChecks.interpolate(a, ne0, ne1, ne2, ne3, mode);
-    return this._make("interpolate", (ctx) => native.wsp_ggml_interpolate(ctx, a._ptr, ne0, ne1, ne2, ne3, mode), a);
+    return this._roomy()
+      ? this._adopt("interpolate", native.wsp_ggml_interpolate(this._h, a._h, ne0, ne1, ne2, ne3, mode), a)
+      : this._make("interpolate", (ctx) => native.wsp_ggml_interpolate(ctx, a._h, ne0, ne1, ne2, ne3, mode), a);
   }
 
   /**
@@ -2571,20 +3188,24 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1, int p2, int p3)`.
    */
   pad(a: Tensor, p0: number, p1: number, p2: number, p3: number): Tensor {
-    const native = this._use("pad", ["a", a]);
+    const native = this._live("pad");
+    this._operand("pad", "a", a);
     int("p0", p0);
     int("p1", p1);
     int("p2", p2);
     int("p3", p3);
     opChecks.pad(a, p0, p1, p2, p3);
-    return this._make("pad", (ctx) => native.wsp_ggml_pad(ctx, a._ptr, p0, p1, p2, p3), a);
+    return this._roomy()
+      ? this._adopt("pad", native.wsp_ggml_pad(this._h, a._h, p0, p1, p2, p3), a)
+      : this._make("pad", (ctx) => native.wsp_ggml_pad(ctx, a._h, p0, p1, p2, p3), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int lp0, int rp0, int lp1, int rp1, int lp2, int rp2, int lp3, int rp3)`.
    */
   padExt(a: Tensor, lp0: number, rp0: number, lp1: number, rp1: number, lp2: number, rp2: number, lp3: number, rp3: number): Tensor {
-    const native = this._use("padExt", ["a", a]);
+    const native = this._live("padExt");
+    this._operand("padExt", "a", a);
     int("lp0", lp0);
     int("rp0", rp0);
     int("lp1", lp1);
@@ -2594,7 +3215,9 @@ export abstract class Ops {
     int("lp3", lp3);
     int("rp3", rp3);
     opChecks.padExt(a, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3);
-    return this._make("padExt", (ctx) => native.wsp_ggml_pad_ext(ctx, a._ptr, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3), a);
+    return this._roomy()
+      ? this._adopt("padExt", native.wsp_ggml_pad_ext(this._h, a._h, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3), a)
+      : this._make("padExt", (ctx) => native.wsp_ggml_pad_ext(ctx, a._h, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3), a);
   }
 
   /**
@@ -2603,11 +3226,14 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad_reflect_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1)`.
    */
   padReflect1d(a: Tensor, p0: number, p1: number): Tensor {
-    const native = this._use("padReflect1d", ["a", a]);
+    const native = this._live("padReflect1d");
+    this._operand("padReflect1d", "a", a);
     int("p0", p0);
     int("p1", p1);
     opChecks.padReflect1d(a, p0, p1);
-    return this._make("padReflect1d", (ctx) => native.wsp_ggml_pad_reflect_1d(ctx, a._ptr, p0, p1), a);
+    return this._roomy()
+      ? this._adopt("padReflect1d", native.wsp_ggml_pad_reflect_1d(this._h, a._h, p0, p1), a)
+      : this._make("padReflect1d", (ctx) => native.wsp_ggml_pad_reflect_1d(ctx, a._h, p0, p1), a);
   }
 
   /**
@@ -2617,13 +3243,16 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_roll(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int shift0, int shift1, int shift2, int shift3)`.
    */
   roll(a: Tensor, shift0: number, shift1: number, shift2: number, shift3: number): Tensor {
-    const native = this._use("roll", ["a", a]);
+    const native = this._live("roll");
+    this._operand("roll", "a", a);
     int("shift0", shift0);
     int("shift1", shift1);
     int("shift2", shift2);
     int("shift3", shift3);
     opChecks.roll(a, shift0, shift1, shift2, shift3);
-    return this._make("roll", (ctx) => native.wsp_ggml_roll(ctx, a._ptr, shift0, shift1, shift2, shift3), a);
+    return this._roomy()
+      ? this._adopt("roll", native.wsp_ggml_roll(this._h, a._h, shift0, shift1, shift2, shift3), a)
+      : this._make("roll", (ctx) => native.wsp_ggml_roll(ctx, a._h, shift0, shift1, shift2, shift3), a);
   }
 
   /**
@@ -2634,33 +3263,41 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_timestep_embedding(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *timesteps, int dim, int max_period)`.
    */
   timestepEmbedding(timesteps: Tensor, dim: number, maxPeriod: number): Tensor {
-    const native = this._use("timestepEmbedding", ["timesteps", timesteps]);
+    const native = this._live("timestepEmbedding");
+    this._operand("timestepEmbedding", "timesteps", timesteps);
     int("dim", dim);
     int("maxPeriod", maxPeriod);
     opChecks.timestepEmbedding(timesteps, dim, maxPeriod);
-    return this._make("timestepEmbedding", (ctx) => native.wsp_ggml_timestep_embedding(ctx, timesteps._ptr, dim, maxPeriod), timesteps);
+    return this._roomy()
+      ? this._adopt("timestepEmbedding", native.wsp_ggml_timestep_embedding(this._h, timesteps._h, dim, maxPeriod), timesteps)
+      : this._make("timestepEmbedding", (ctx) => native.wsp_ggml_timestep_embedding(ctx, timesteps._h, dim, maxPeriod), timesteps);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_argsort(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_sort_order order)`.
    */
   argsort(a: Tensor, order: SortOrder): Tensor {
-    const native = this._use("argsort", ["a", a]);
+    const native = this._live("argsort");
+    this._operand("argsort", "a", a);
     member("order", order, SortOrder, "SortOrder");
     opChecks.argsort(a, order);
-    return this._make("argsort", (ctx) => native.wsp_ggml_argsort(ctx, a._ptr, order), a);
+    return this._roomy()
+      ? this._adopt("argsort", native.wsp_ggml_argsort(this._h, a._h, order), a)
+      : this._make("argsort", (ctx) => native.wsp_ggml_argsort(ctx, a._h, order), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_arange(struct wsp_ggml_context *ctx, float start, float stop, float step)`.
    */
   arange(start: number, stop: number, step: number): Tensor {
-    const native = this._use("arange");
+    const native = this._live("arange");
     float("start", start);
     float("stop", stop);
     float("step", step);
     opChecks.arange(start, stop, step);
-    return this._make("arange", (ctx) => native.wsp_ggml_arange(ctx, start, stop, step));
+    return this._roomy()
+      ? this._adopt("arange", native.wsp_ggml_arange(this._h, start, stop, step))
+      : this._make("arange", (ctx) => native.wsp_ggml_arange(ctx, start, stop, step));
   }
 
   /**
@@ -2669,10 +3306,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_top_k(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int k)`.
    */
   topK(a: Tensor, k: number): Tensor {
-    const native = this._use("topK", ["a", a]);
+    const native = this._live("topK");
+    this._operand("topK", "a", a);
     int("k", k);
     opChecks.topK(a, k);
-    return this._make("topK", (ctx) => native.wsp_ggml_top_k(ctx, a._ptr, k), a);
+    return this._roomy()
+      ? this._adopt("topK", native.wsp_ggml_top_k(this._h, a._h, k), a)
+      : this._make("topK", (ctx) => native.wsp_ggml_top_k(ctx, a._h, k), a);
   }
 
   /**
@@ -2690,12 +3330,18 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *mask, float scale, float max_bias, float logit_softcap)`.
    */
   flashAttnExt(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, scale: number, maxBias: number, logitSoftcap: number): Tensor {
-    const native = this._use("flashAttnExt", ["q", q], ["k", k], ["v", v], ["mask", mask, true]);
+    const native = this._live("flashAttnExt");
+    this._operand("flashAttnExt", "q", q);
+    this._operand("flashAttnExt", "k", k);
+    this._operand("flashAttnExt", "v", v);
+    this._operand("flashAttnExt", "mask", mask, true);
     float("scale", scale);
     float("maxBias", maxBias);
     float("logitSoftcap", logitSoftcap);
     opChecks.flashAttnExt(q, k, v, mask, scale, maxBias, logitSoftcap);
-    return this._make("flashAttnExt", (ctx) => native.wsp_ggml_flash_attn_ext(ctx, q._ptr, k._ptr, v._ptr, mask?._ptr ?? 0, scale, maxBias, logitSoftcap), q, k, v, mask);
+    return this._roomy()
+      ? this._adopt("flashAttnExt", native.wsp_ggml_flash_attn_ext(this._h, q._h, k._h, v._h, mask?._h ?? 0, scale, maxBias, logitSoftcap), q, k, v, mask)
+      : this._make("flashAttnExt", (ctx) => native.wsp_ggml_flash_attn_ext(ctx, q._h, k._h, v._h, mask?._h ?? 0, scale, maxBias, logitSoftcap), q, k, v, mask);
   }
 
   /**
@@ -2704,28 +3350,47 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *d, _Bool masked)`.
    */
   flashAttnBack(q: Tensor, k: Tensor, v: Tensor, d: Tensor, masked: boolean): Tensor {
-    const native = this._use("flashAttnBack", ["q", q], ["k", k], ["v", v], ["d", d]);
+    const native = this._live("flashAttnBack");
+    this._operand("flashAttnBack", "q", q);
+    this._operand("flashAttnBack", "k", k);
+    this._operand("flashAttnBack", "v", v);
+    this._operand("flashAttnBack", "d", d);
     bool("masked", masked);
     opChecks.flashAttnBack(q, k, v, d, masked);
-    return this._make("flashAttnBack", (ctx) => native.wsp_ggml_flash_attn_back(ctx, q._ptr, k._ptr, v._ptr, d._ptr, masked), q, k, v, d);
+    return this._roomy()
+      ? this._adopt("flashAttnBack", native.wsp_ggml_flash_attn_back(this._h, q._h, k._h, v._h, d._h, masked), q, k, v, d)
+      : this._make("flashAttnBack", (ctx) => native.wsp_ggml_flash_attn_back(ctx, q._h, k._h, v._h, d._h, masked), q, k, v, d);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_conv(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *sx, struct wsp_ggml_tensor *c)`.
    */
   ssmConv(sx: Tensor, c: Tensor): Tensor {
-    const native = this._use("ssmConv", ["sx", sx], ["c", c]);
+    const native = this._live("ssmConv");
+    this._operand("ssmConv", "sx", sx);
+    this._operand("ssmConv", "c", c);
     opChecks.ssmConv(sx, c);
-    return this._make("ssmConv", (ctx) => native.wsp_ggml_ssm_conv(ctx, sx._ptr, c._ptr), sx, c);
+    return this._roomy()
+      ? this._adopt("ssmConv", native.wsp_ggml_ssm_conv(this._h, sx._h, c._h), sx, c)
+      : this._make("ssmConv", (ctx) => native.wsp_ggml_ssm_conv(ctx, sx._h, c._h), sx, c);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_scan(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *s, struct wsp_ggml_tensor *x, struct wsp_ggml_tensor *dt, struct wsp_ggml_tensor *A, struct wsp_ggml_tensor *B, struct wsp_ggml_tensor *C, struct wsp_ggml_tensor *ids)`.
    */
   ssmScan(s: Tensor, x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, ids: Tensor): Tensor {
-    const native = this._use("ssmScan", ["s", s], ["x", x], ["dt", dt], ["A", A], ["B", B], ["C", C], ["ids", ids]);
+    const native = this._live("ssmScan");
+    this._operand("ssmScan", "s", s);
+    this._operand("ssmScan", "x", x);
+    this._operand("ssmScan", "dt", dt);
+    this._operand("ssmScan", "A", A);
+    this._operand("ssmScan", "B", B);
+    this._operand("ssmScan", "C", C);
+    this._operand("ssmScan", "ids", ids);
     opChecks.ssmScan(s, x, dt, A, B, C, ids);
-    return this._make("ssmScan", (ctx) => native.wsp_ggml_ssm_scan(ctx, s._ptr, x._ptr, dt._ptr, A._ptr, B._ptr, C._ptr, ids._ptr), s, x, dt, A, B, C, ids);
+    return this._roomy()
+      ? this._adopt("ssmScan", native.wsp_ggml_ssm_scan(this._h, s._h, x._h, dt._h, A._h, B._h, C._h, ids._h), s, x, dt, A, B, C, ids)
+      : this._make("ssmScan", (ctx) => native.wsp_ggml_ssm_scan(ctx, s._h, x._h, dt._h, A._h, B._h, C._h, ids._h), s, x, dt, A, B, C, ids);
   }
 
   /**
@@ -2739,10 +3404,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_win_part(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w)`.
    */
   winPart(a: Tensor, w: number): Tensor {
-    const native = this._use("winPart", ["a", a]);
+    const native = this._live("winPart");
+    this._operand("winPart", "a", a);
     int("w", w);
     opChecks.winPart(a, w);
-    return this._make("winPart", (ctx) => native.wsp_ggml_win_part(ctx, a._ptr, w), a);
+    return this._roomy()
+      ? this._adopt("winPart", native.wsp_ggml_win_part(this._h, a._h, w), a)
+      : this._make("winPart", (ctx) => native.wsp_ggml_win_part(ctx, a._h, w), a);
   }
 
   /**
@@ -2752,32 +3420,41 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_win_unpart(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w0, int h0, int w)`.
    */
   winUnpart(a: Tensor, w0: number, h0: number, w: number): Tensor {
-    const native = this._use("winUnpart", ["a", a]);
+    const native = this._live("winUnpart");
+    this._operand("winUnpart", "a", a);
     int("w0", w0);
     int("h0", h0);
     int("w", w);
     opChecks.winUnpart(a, w0, h0, w);
-    return this._make("winUnpart", (ctx) => native.wsp_ggml_win_unpart(ctx, a._ptr, w0, h0, w), a);
+    return this._roomy()
+      ? this._adopt("winUnpart", native.wsp_ggml_win_unpart(this._h, a._h, w0, h0, w), a)
+      : this._make("winUnpart", (ctx) => native.wsp_ggml_win_unpart(ctx, a._h, w0, h0, w), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_unary(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)`.
    */
   unary(a: Tensor, op: UnaryOp): Tensor {
-    const native = this._use("unary", ["a", a]);
+    const native = this._live("unary");
+    this._operand("unary", "a", a);
     member("op", op, UnaryOp, "UnaryOp");
     opChecks.unary(a, op);
-    return this._make("unary", (ctx) => native.wsp_ggml_unary(ctx, a._ptr, op), a);
+    return this._roomy()
+      ? this._adopt("unary", native.wsp_ggml_unary(this._h, a._h, op), a)
+      : this._make("unary", (ctx) => native.wsp_ggml_unary(ctx, a._h, op), a);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_unary_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)`.
    */
   unaryInplace(a: Tensor, op: UnaryOp): Tensor {
-    const native = this._use("unaryInplace", ["a", a]);
+    const native = this._live("unaryInplace");
+    this._operand("unaryInplace", "a", a);
     member("op", op, UnaryOp, "UnaryOp");
     opChecks.unaryInplace(a, op);
-    return this._make("unaryInplace", (ctx) => native.wsp_ggml_unary_inplace(ctx, a._ptr, op), a);
+    return this._roomy()
+      ? this._adopt("unaryInplace", native.wsp_ggml_unary_inplace(this._h, a._h, op), a)
+      : this._make("unaryInplace", (ctx) => native.wsp_ggml_unary_inplace(ctx, a._h, op), a);
   }
 
   /**
@@ -2786,11 +3463,14 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int qh, int kh)`.
    */
   getRelPos(a: Tensor, qh: number, kh: number): Tensor {
-    const native = this._use("getRelPos", ["a", a]);
+    const native = this._live("getRelPos");
+    this._operand("getRelPos", "a", a);
     int("qh", qh);
     int("kh", kh);
     opChecks.getRelPos(a, qh, kh);
-    return this._make("getRelPos", (ctx) => native.wsp_ggml_get_rel_pos(ctx, a._ptr, qh, kh), a);
+    return this._roomy()
+      ? this._adopt("getRelPos", native.wsp_ggml_get_rel_pos(this._h, a._h, qh, kh), a)
+      : this._make("getRelPos", (ctx) => native.wsp_ggml_get_rel_pos(ctx, a._h, qh, kh), a);
   }
 
   /**
@@ -2799,46 +3479,80 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)`.
    */
   addRelPos(a: Tensor, pw: Tensor, ph: Tensor): Tensor {
-    const native = this._use("addRelPos", ["a", a], ["pw", pw], ["ph", ph]);
+    const native = this._live("addRelPos");
+    this._operand("addRelPos", "a", a);
+    this._operand("addRelPos", "pw", pw);
+    this._operand("addRelPos", "ph", ph);
     opChecks.addRelPos(a, pw, ph);
-    return this._make("addRelPos", (ctx) => native.wsp_ggml_add_rel_pos(ctx, a._ptr, pw._ptr, ph._ptr), a, pw, ph);
+    return this._roomy()
+      ? this._adopt("addRelPos", native.wsp_ggml_add_rel_pos(this._h, a._h, pw._h, ph._h), a, pw, ph)
+      : this._make("addRelPos", (ctx) => native.wsp_ggml_add_rel_pos(ctx, a._h, pw._h, ph._h), a, pw, ph);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)`.
    */
   addRelPosInplace(a: Tensor, pw: Tensor, ph: Tensor): Tensor {
-    const native = this._use("addRelPosInplace", ["a", a], ["pw", pw], ["ph", ph]);
+    const native = this._live("addRelPosInplace");
+    this._operand("addRelPosInplace", "a", a);
+    this._operand("addRelPosInplace", "pw", pw);
+    this._operand("addRelPosInplace", "ph", ph);
     opChecks.addRelPosInplace(a, pw, ph);
-    return this._make("addRelPosInplace", (ctx) => native.wsp_ggml_add_rel_pos_inplace(ctx, a._ptr, pw._ptr, ph._ptr), a, pw, ph);
+    return this._roomy()
+      ? this._adopt("addRelPosInplace", native.wsp_ggml_add_rel_pos_inplace(this._h, a._h, pw._h, ph._h), a, pw, ph)
+      : this._make("addRelPosInplace", (ctx) => native.wsp_ggml_add_rel_pos_inplace(ctx, a._h, pw._h, ph._h), a, pw, ph);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv6(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *tf, struct wsp_ggml_tensor *td, struct wsp_ggml_tensor *state)`.
    */
   rwkvWkv6(k: Tensor, v: Tensor, r: Tensor, tf: Tensor, td: Tensor, state: Tensor): Tensor {
-    const native = this._use("rwkvWkv6", ["k", k], ["v", v], ["r", r], ["tf", tf], ["td", td], ["state", state]);
+    const native = this._live("rwkvWkv6");
+    this._operand("rwkvWkv6", "k", k);
+    this._operand("rwkvWkv6", "v", v);
+    this._operand("rwkvWkv6", "r", r);
+    this._operand("rwkvWkv6", "tf", tf);
+    this._operand("rwkvWkv6", "td", td);
+    this._operand("rwkvWkv6", "state", state);
     opChecks.rwkvWkv6(k, v, r, tf, td, state);
-    return this._make("rwkvWkv6", (ctx) => native.wsp_ggml_rwkv_wkv6(ctx, k._ptr, v._ptr, r._ptr, tf._ptr, td._ptr, state._ptr), k, v, r, tf, td, state);
+    return this._roomy()
+      ? this._adopt("rwkvWkv6", native.wsp_ggml_rwkv_wkv6(this._h, k._h, v._h, r._h, tf._h, td._h, state._h), k, v, r, tf, td, state)
+      : this._make("rwkvWkv6", (ctx) => native.wsp_ggml_rwkv_wkv6(ctx, k._h, v._h, r._h, tf._h, td._h, state._h), k, v, r, tf, td, state);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gated_linear_attn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *g, struct wsp_ggml_tensor *state, float scale)`.
    */
   gatedLinearAttn(k: Tensor, v: Tensor, q: Tensor, g: Tensor, state: Tensor, scale: number): Tensor {
-    const native = this._use("gatedLinearAttn", ["k", k], ["v", v], ["q", q], ["g", g], ["state", state]);
+    const native = this._live("gatedLinearAttn");
+    this._operand("gatedLinearAttn", "k", k);
+    this._operand("gatedLinearAttn", "v", v);
+    this._operand("gatedLinearAttn", "q", q);
+    this._operand("gatedLinearAttn", "g", g);
+    this._operand("gatedLinearAttn", "state", state);
     float("scale", scale);
     opChecks.gatedLinearAttn(k, v, q, g, state, scale);
-    return this._make("gatedLinearAttn", (ctx) => native.wsp_ggml_gated_linear_attn(ctx, k._ptr, v._ptr, q._ptr, g._ptr, state._ptr, scale), k, v, q, g, state);
+    return this._roomy()
+      ? this._adopt("gatedLinearAttn", native.wsp_ggml_gated_linear_attn(this._h, k._h, v._h, q._h, g._h, state._h, scale), k, v, q, g, state)
+      : this._make("gatedLinearAttn", (ctx) => native.wsp_ggml_gated_linear_attn(ctx, k._h, v._h, q._h, g._h, state._h, scale), k, v, q, g, state);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv7(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *w, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *state)`.
    */
   rwkvWkv7(r: Tensor, w: Tensor, k: Tensor, v: Tensor, a: Tensor, b: Tensor, state: Tensor): Tensor {
-    const native = this._use("rwkvWkv7", ["r", r], ["w", w], ["k", k], ["v", v], ["a", a], ["b", b], ["state", state]);
+    const native = this._live("rwkvWkv7");
+    this._operand("rwkvWkv7", "r", r);
+    this._operand("rwkvWkv7", "w", w);
+    this._operand("rwkvWkv7", "k", k);
+    this._operand("rwkvWkv7", "v", v);
+    this._operand("rwkvWkv7", "a", a);
+    this._operand("rwkvWkv7", "b", b);
+    this._operand("rwkvWkv7", "state", state);
     opChecks.rwkvWkv7(r, w, k, v, a, b, state);
-    return this._make("rwkvWkv7", (ctx) => native.wsp_ggml_rwkv_wkv7(ctx, r._ptr, w._ptr, k._ptr, v._ptr, a._ptr, b._ptr, state._ptr), r, w, k, v, a, b, state);
+    return this._roomy()
+      ? this._adopt("rwkvWkv7", native.wsp_ggml_rwkv_wkv7(this._h, r._h, w._h, k._h, v._h, a._h, b._h, state._h), r, w, k, v, a, b, state)
+      : this._make("rwkvWkv7", (ctx) => native.wsp_ggml_rwkv_wkv7(ctx, r._h, w._h, k._h, v._h, a._h, b._h, state._h), r, w, k, v, a, b, state);
   }
 
   /**
@@ -2847,18 +3561,27 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
    */
   crossEntropyLoss(a: Tensor, b: Tensor): Tensor {
-    const native = this._use("crossEntropyLoss", ["a", a], ["b", b]);
+    const native = this._live("crossEntropyLoss");
+    this._operand("crossEntropyLoss", "a", a);
+    this._operand("crossEntropyLoss", "b", b);
     opChecks.crossEntropyLoss(a, b);
-    return this._make("crossEntropyLoss", (ctx) => native.wsp_ggml_cross_entropy_loss(ctx, a._ptr, b._ptr), a, b);
+    return this._roomy()
+      ? this._adopt("crossEntropyLoss", native.wsp_ggml_cross_entropy_loss(this._h, a._h, b._h), a, b)
+      : this._make("crossEntropyLoss", (ctx) => native.wsp_ggml_cross_entropy_loss(ctx, a._h, b._h), a, b);
   }
 
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
    */
   crossEntropyLossBack(a: Tensor, b: Tensor, c: Tensor): Tensor {
-    const native = this._use("crossEntropyLossBack", ["a", a], ["b", b], ["c", c]);
+    const native = this._live("crossEntropyLossBack");
+    this._operand("crossEntropyLossBack", "a", a);
+    this._operand("crossEntropyLossBack", "b", b);
+    this._operand("crossEntropyLossBack", "c", c);
     opChecks.crossEntropyLossBack(a, b, c);
-    return this._make("crossEntropyLossBack", (ctx) => native.wsp_ggml_cross_entropy_loss_back(ctx, a._ptr, b._ptr, c._ptr), a, b, c);
+    return this._roomy()
+      ? this._adopt("crossEntropyLossBack", native.wsp_ggml_cross_entropy_loss_back(this._h, a._h, b._h, c._h), a, b, c)
+      : this._make("crossEntropyLossBack", (ctx) => native.wsp_ggml_cross_entropy_loss_back(ctx, a._h, b._h, c._h), a, b, c);
   }
 
   /**
@@ -2869,9 +3592,16 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_adamw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *m, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *adamw_params)`.
    */
   optStepAdamw(a: Tensor, grad: Tensor, m: Tensor, v: Tensor, adamwParams: Tensor): Tensor {
-    const native = this._use("optStepAdamw", ["a", a], ["grad", grad], ["m", m], ["v", v], ["adamwParams", adamwParams]);
+    const native = this._live("optStepAdamw");
+    this._operand("optStepAdamw", "a", a);
+    this._operand("optStepAdamw", "grad", grad);
+    this._operand("optStepAdamw", "m", m);
+    this._operand("optStepAdamw", "v", v);
+    this._operand("optStepAdamw", "adamwParams", adamwParams);
     opChecks.optStepAdamw(a, grad, m, v, adamwParams);
-    return this._make("optStepAdamw", (ctx) => native.wsp_ggml_opt_step_adamw(ctx, a._ptr, grad._ptr, m._ptr, v._ptr, adamwParams._ptr), a, grad, m, v, adamwParams);
+    return this._roomy()
+      ? this._adopt("optStepAdamw", native.wsp_ggml_opt_step_adamw(this._h, a._h, grad._h, m._h, v._h, adamwParams._h), a, grad, m, v, adamwParams)
+      : this._make("optStepAdamw", (ctx) => native.wsp_ggml_opt_step_adamw(ctx, a._h, grad._h, m._h, v._h, adamwParams._h), a, grad, m, v, adamwParams);
   }
 
   /**
@@ -2880,8 +3610,13 @@ export abstract class Ops {
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_sgd(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *sgd_params)`.
    */
   optStepSgd(a: Tensor, grad: Tensor, sgdParams: Tensor): Tensor {
-    const native = this._use("optStepSgd", ["a", a], ["grad", grad], ["sgdParams", sgdParams]);
+    const native = this._live("optStepSgd");
+    this._operand("optStepSgd", "a", a);
+    this._operand("optStepSgd", "grad", grad);
+    this._operand("optStepSgd", "sgdParams", sgdParams);
     opChecks.optStepSgd(a, grad, sgdParams);
-    return this._make("optStepSgd", (ctx) => native.wsp_ggml_opt_step_sgd(ctx, a._ptr, grad._ptr, sgdParams._ptr), a, grad, sgdParams);
+    return this._roomy()
+      ? this._adopt("optStepSgd", native.wsp_ggml_opt_step_sgd(this._h, a._h, grad._h, sgdParams._h), a, grad, sgdParams)
+      : this._make("optStepSgd", (ctx) => native.wsp_ggml_opt_step_sgd(ctx, a._h, grad._h, sgdParams._h), a, grad, sgdParams);
   }
 }

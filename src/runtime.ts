@@ -7,6 +7,7 @@
  */
 import { layouts, Type } from "./bindings.gen.ts";
 import { ffi, library, type Library } from "./loader.ts";
+import type { Handle } from "./ffi/types.ts";
 
 /** Traits of one tensor type, read once from `wsp_ggml_blck_size` / `_type_size` / `_type_name`. */
 export interface TypeTraits {
@@ -57,13 +58,16 @@ export function allocPool(size: number): { buffer: ArrayBuffer; view: DataView; 
 }
 
 /** Creates a context over `pool` (not owned by ggml: `wsp_ggml_free` leaves the memory alone). */
-export function initContext(lib: Library, base: number, memSize: number, noAlloc: boolean): number {
+export function initContext(lib: Library, base: number, memSize: number, noAlloc: boolean): number;
+/** The same, returning the context as a handle (`NativeLibrary.handles`). */
+export function initContext(lib: Library, base: number, memSize: number, noAlloc: boolean, asHandle: true): Handle;
+export function initContext(lib: Library, base: number, memSize: number, noAlloc: boolean, asHandle = false): Handle {
   const params = new DataView(new ArrayBuffer(layouts.wsp_ggml_init_params.size));
   const f = layouts.wsp_ggml_init_params.fields;
   params.setBigUint64(f.mem_size.offset, BigInt(memSize), true);
   params.setBigUint64(f.mem_buffer.offset, BigInt(base), true);
   params.setUint8(f.no_alloc.offset, noAlloc ? 1 : 0);
-  return lib.symbols.wsp_ggml_init(ffi.addressOf(params.buffer));
+  return (asHandle ? lib.handles : lib.symbols).wsp_ggml_init(ffi.addressOf(params.buffer));
 }
 
 let state: Runtime | undefined;

@@ -9,6 +9,7 @@ import { layouts, MAX_DIMS, MAX_NAME, Op, TensorFlag, Type, UnaryOp, GluOp } fro
 import { ArgumentError, BoundsError, GgmlTypeError, NotAllocatedError, ShapeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import type { Context } from "./context.ts";
+import type { Handle } from "./ffi/types.ts";
 import { runtime, type TypeTraits } from "./runtime.ts";
 
 const F = layouts.wsp_ggml_tensor.fields;
@@ -108,12 +109,15 @@ export class Tensor {
   readonly _ptr: number;
   /** @internal The struct's byte offset in the context's pool. */
   readonly _off: number;
+  /** @internal The address as the runtime's FFI passes it fastest (`NativeLibrary.handles`). */
+  readonly _h: Handle;
 
   /** @internal Tensors come from a {@linkcode Context}; this is not a public constructor. */
-  constructor(context: Context, ptr: number, offset: number) {
+  constructor(context: Context, ptr: number, offset: number, handle: Handle = ptr) {
     this.context = context;
     this._ptr = ptr;
     this._off = offset;
+    this._h = handle;
   }
 
   #view(): DataView {
@@ -150,6 +154,16 @@ export class Tensor {
   get strides(): [number, number, number, number] {
     const v = this.#words(), o = this._off + NB;
     return [i64At(v, o), i64At(v, o + 8), i64At(v, o + 16), i64At(v, o + 24)];
+  }
+
+  /** @internal `ne[i]` for a known-good `i` (0 … 3): the checks' allocation-free read. */
+  _ne(i: number): number {
+    return i64At(this.#words(), this._off + NE + 8 * i);
+  }
+
+  /** @internal `nb[i]` for a known-good `i` (0 … 3). */
+  _nb(i: number): number {
+    return i64At(this.#words(), this._off + NB + 8 * i);
   }
 
   /** Elements in dimension `i` (`ne[i]`). */
@@ -274,18 +288,22 @@ export class Tensor {
    * `n = 1` lets rows be strided, as unary ops accept).
    */
   isContiguousN(n: number): boolean {
-    const ne = this.shape, nb = this.strides;
+    // Reads the words directly (no shape/stride arrays): ops check this on every call.
+    const v = this.#words(), o = this._off;
     const { blckSize, typeSize } = this.traits;
+    const ne0 = i64At(v, o + NE);
     let next = typeSize;
-    if (ne[0] !== blckSize && nb[0] !== next) return false;
-    next *= ne[0] / blckSize;
+    if (ne0 !== blckSize && i64At(v, o + NB) !== next) return false;
+    next *= ne0 / blckSize;
     for (let i = 1; i < MAX_DIMS; i++) {
-      if (ne[i] === 1) continue;
+      const ne = i64At(v, o + NE + 8 * i);
+      if (ne === 1) continue;
+      const nb = i64At(v, o + NB + 8 * i);
       if (i > n) {
-        if (nb[i] !== next) return false;
-        next *= ne[i];
+        if (nb !== next) return false;
+        next *= ne;
       } else {
-        next = ne[i] * nb[i];
+        next = ne * nb;
       }
     }
     return true;
@@ -293,8 +311,8 @@ export class Tensor {
 
   /** Whether dimensions 0 and 1 are swapped in memory (`wsp_ggml_is_transposed`). */
   get isTransposed(): boolean {
-    const nb = this.strides;
-    return nb[0] > nb[1];
+    const v = this.#words();
+    return i64At(v, this._off + NB) > i64At(v, this._off + NB + 8);
   }
 
   /** Marks the tensor as a trainable parameter (`wsp_ggml_set_param`; only a leaf can be one). */

@@ -31,6 +31,7 @@ import {
   UseAfterFreeError,
 } from "../mod.ts";
 import { layouts, MEM_ALIGN } from "../src/bindings.gen.ts";
+import { cgraphLayoutKnown } from "../src/graph.ts";
 
 const MiB = 1 << 20;
 
@@ -351,6 +352,70 @@ describe("Graph", () => {
     assert.deepEqual(y.toArray(), [3, 7]);
     const v = compute.view1d(w, 2, 8);
     assert.deepEqual(v.toArray(), [3, 4], "a view in one context of another's data");
+  });
+});
+
+describe("Graph mirror", () => {
+  // Expands that cannot overflow go straight to ggml and the JS side reads the graph back
+  // from the pool when asked; these compare that reading with ggml's own accessors.
+  const native = (g: Graph) => {
+    const s = loadLibrary().symbols;
+    const n = s.wsp_ggml_graph_n_nodes(g.pointer);
+    return Array.from({ length: n }, (_, i) => Number(s.wsp_ggml_graph_node(g.pointer, i)));
+  };
+
+  test("the struct offsets hold on this build", () => {
+    using ctx = new Context({ memSize: MiB });
+    ctx.newGraph().buildForwardExpand(ctx.relu(ctx.newTensor1d(Type.F32, 4)));
+    assert.equal(cgraphLayoutKnown(), true, "graphs fell back to the checked path everywhere");
+  });
+
+  test("nodes and leafs after many unchecked expands equal ggml's", () => {
+    using ctx = new Context({ memSize: 8 * MiB });
+    let x = ctx.newTensor1d(Type.F32, 8);
+    const g = ctx.newGraph();
+    const made: Tensor[] = [];
+    for (let i = 0; i < 50; i++) {
+      const w = ctx.newTensor1d(Type.F32, 8);
+      x = ctx.relu(ctx.add(x, w));
+      made.push(x);
+      if (i % 7 === 0) g.buildForwardExpand(x);
+    }
+    g.buildForwardExpand(x);
+    assert.equal(g.nNodes, 100);
+    assert.equal(g.nLeafs, 51);
+    assert.deepEqual(g.nodes().map((t) => t.pointer), native(g));
+    assert.equal(g.node(-1), x, "the mirror hands back the same Tensor objects");
+    assert.equal(g.node(99), made[49]);
+    g.buildForwardExpand(made[10]);
+    assert.equal(g.nNodes, 100, "re-expanding a node adds nothing");
+  });
+
+  test("a graph too small for the bound takes the checked path and still fills exactly", () => {
+    using ctx = new Context({ memSize: 4 * MiB });
+    let x = ctx.newTensor1d(Type.F32, 4);
+    for (let i = 0; i < 10; i++) x = ctx.relu(x);
+    const g = ctx.newGraphCustom(10);
+    g.buildForwardExpand(x);
+    assert.equal(g.nNodes, 10);
+    assert.deepEqual(g.nodes().map((t) => t.pointer), native(g));
+    assert.throws(() => g.buildForwardExpand(ctx.relu(x)), GgmlError, "the 11th node");
+    assert.equal(g.nNodes, 10, "the failed expand added nothing");
+  });
+
+  test("a graph over another context's tensors refuses to compute once that context is freed", () => {
+    using weights = new Context({ memSize: MiB });
+    const w = weights.newTensor1d(Type.F32, 2).set(new Float32Array([3, 4]));
+    const compute = new Context({ memSize: MiB });
+    const y = compute.mul(w, w);
+    const g = compute.newGraph().buildForwardExpand(y);
+    g.compute({ nThreads: 1 });
+    assert.deepEqual(y.toArray(), [9, 16]);
+    assert.deepEqual(g.nodes(), [y]);
+    weights.free();
+    assert.throws(() => g.compute({ nThreads: 1 }), UseAfterFreeError);
+    compute.free();
+    assert.throws(() => g.nNodes, UseAfterFreeError);
   });
 });
 

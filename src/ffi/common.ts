@@ -6,6 +6,7 @@
 import {
   type FfiType,
   type FunctionDef,
+  type Handle,
   type Pointer,
   SymbolNotDefinedError,
 } from "./types.ts";
@@ -19,6 +20,11 @@ export function toPointer(value: number | bigint | null | undefined): Pointer {
     throw new RangeError(`native address 0x${value.toString(16)} does not fit in 53 bits`);
   }
   return n;
+}
+
+/** The address of a {@linkcode Handle} (a bigint on Deno, a number elsewhere) as a {@linkcode Pointer}. */
+export function addressOf(handle: Handle): Pointer {
+  return typeof handle === "number" ? handle : toPointer(handle);
 }
 
 /** Normalises a 64-bit integer result: a number when safe, else a bigint. */

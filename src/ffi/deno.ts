@@ -49,7 +49,12 @@ function pointerObject(ptr: Pointer): Deno.PointerObject {
   return p;
 }
 
-const big = (v: unknown) => (typeof v === "number" ? BigInt(v) : v);
+// Small integers (shapes, counts, sizes) are the common 64-bit arguments: their bigints are made once.
+const SMALL = Array.from({ length: 1 << 14 }, (_, i) => BigInt(i));
+const big = (v: unknown) => (typeof v !== "number" ? v : v >= 0 && v < SMALL.length && v === (v | 0) ? SMALL[v] : BigInt(v));
+
+/** A pointer result as a handle: the bigint Deno returned (`usize` can also come back as a number). */
+const toHandle = (v: number | bigint) => v;
 
 /**
  * A call of `f` in the API's conventions that keeps Deno's fast path.
@@ -118,19 +123,22 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   const lib = Deno.dlopen(path, defs);
   const raw = lib.symbols as Record<string, ((...a: unknown[]) => unknown) | null>;
   const symbols: Record<string, unknown> = {};
+  const handles: Record<string, unknown> = {};
   const async: Record<string, unknown> = {};
   const bound = new Set<string>();
   for (const [name, def] of Object.entries(table)) {
     const f = raw[name] ?? null;
     if (f === null) {
-      symbols[name] = missing(name, missingReason(def, path));
+      symbols[name] = handles[name] = missing(name, missingReason(def, path));
       continue;
     }
     bound.add(name);
     // Deno returns every i64 (and sometimes a usize) as a bigint: normalise
-    // to the API's conventions (see types.ts).
+    // to the API's conventions (see types.ts); handles keep pointers as Deno returns them.
     const norm = isPointer(def.result) ? toPointer : isInt64(def.result) ? toInt64 : undefined;
-    symbols[name] = fastCall(f, def.args.map((t) => isPointer(t) || isInt64(t)), norm);
+    const wide = def.args.map((t) => isPointer(t) || isInt64(t));
+    symbols[name] = fastCall(f, wide, norm);
+    handles[name] = isPointer(def.result) ? fastCall(f, wide, toHandle) : symbols[name];
     const g = raw[name + ASYNC];
     if (g) {
       async[name] = async (...a: unknown[]) => {
@@ -147,6 +155,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   }
   return {
     symbols: symbols as NativeLibrary<T>["symbols"],
+    handles: handles as NativeLibrary<T>["handles"],
     async: async as NativeLibrary<T>["async"],
     has: (name) => bound.has(name),
     close: () => lib.close(),

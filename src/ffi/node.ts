@@ -57,6 +57,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   }
   return {
     symbols: symbols as NativeLibrary<T>["symbols"],
+    handles: symbols as unknown as NativeLibrary<T>["handles"],
     async: async as NativeLibrary<T>["async"],
     has: (name) => bound.has(name),
     close: () => lib.unload(),

@@ -27,6 +27,8 @@ export interface LibraryPaths {
 export interface WspGgml {
   /** One callable per table entry; see `NativeLibrary.symbols`. */
   readonly symbols: NativeLibrary<WspGgmlTable>["symbols"];
+  /** The same calls with pointers as handles; see `NativeLibrary.handles`. */
+  readonly handles: NativeLibrary<WspGgmlTable>["handles"];
   /** Non-blocking variants where the runtime has them. */
   readonly async: NativeLibrary<WspGgmlTable>["async"];
   /** Whether `name` is bound to a native symbol. */
@@ -50,15 +52,20 @@ export function openWspGgml(ffi: FfiAdapter, paths: LibraryPaths): WspGgml {
       symbols: Object.fromEntries(Object.keys(metal).map((n) => [n, () => {
         throw new Error(`${n}: the Metal backend is not loaded`);
       }])),
+      get handles() {
+        return this.symbols;
+      },
       async: {},
       has: () => false,
       close: () => {},
     });
   }
   const symbols = Object.assign({}, ...libs.map((l) => l.symbols));
+  const handles = Object.assign({}, ...libs.map((l) => l.handles));
   const async = Object.assign({}, ...libs.map((l) => l.async));
   return {
     symbols,
+    handles,
     async,
     has: (name) => libs.some((l) => l.has(name)),
     close: () => libs.reverse().forEach((l) => l.close()),

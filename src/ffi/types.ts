@@ -21,6 +21,15 @@ export type Pointer = number;
 /** The NULL pointer. */
 export const NULL: Pointer = 0;
 
+/**
+ * A native address in the form the runtime's FFI passes fastest: a bigint
+ * on Deno (whose fast calls take 64-bit values only as bigints), a number
+ * on Bun and Node. Every call accepts either form; {@linkcode NativeLibrary.handles}
+ * returns pointers in this form, so a handle taken from one call and given
+ * to the next is never converted.
+ */
+export type Handle = number | bigint;
+
 /** A value type that can cross the FFI boundary. */
 export type FfiType =
   | "void"
@@ -78,6 +87,18 @@ export type JsResult<T extends FfiType> = T extends "pointer" | "function" ? Poi
   : T extends "void" ? void
   : number;
 
+/** The JS type of an argument of FFI type `T` in {@linkcode NativeLibrary.handles}. */
+export type HandleArg<T extends FfiType> = T extends "pointer" | "function" ? Handle : JsArg<T>;
+
+/** The JS type of a result of FFI type `T` in {@linkcode NativeLibrary.handles}. */
+export type HandleResult<T extends FfiType> = T extends "pointer" | "function" ? Handle : JsResult<T>;
+
+/** The function type of `D` in {@linkcode NativeLibrary.handles}. */
+export type HandleFunction<D extends FfiSignature> = (...args: HandleArgs<D["args"]>) => HandleResult<D["result"]>;
+
+/** The argument list of a parameter type list in {@linkcode NativeLibrary.handles}. */
+export type HandleArgs<A extends readonly FfiType[]> = { -readonly [I in keyof A]: HandleArg<A[I]> };
+
 /** The JS argument list of a parameter type list. */
 export type JsArgs<A extends readonly FfiType[]> = { -readonly [I in keyof A]: JsArg<A[I]> };
 
@@ -91,6 +112,13 @@ export type JsAsyncFunction<D extends FfiSignature> = (...args: JsArgs<D["args"]
 export interface NativeLibrary<T extends FunctionTable> {
   /** Synchronous calls, one per table entry. Undefined entries throw {@linkcode SymbolNotDefinedError}. */
   readonly symbols: { readonly [K in keyof T]: JsFunction<T[K]> };
+  /**
+   * The same calls with pointers as {@linkcode Handle}s: arguments may be
+   * handles, pointer results are handles (a bigint on Deno; identical to
+   * `symbols` on Bun and Node). For hot paths that pass one call's result to
+   * the next.
+   */
+  readonly handles: { readonly [K in keyof T]: HandleFunction<T[K]> };
   /**
    * Non-blocking calls for entries marked `nonblocking`: Deno `nonblocking`,
    * koffi `.async`, and on Bun (which has no non-blocking FFI,
