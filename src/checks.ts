@@ -73,7 +73,7 @@ function nonNegative(op: string, name: string, v: number): void {
  * here, anything else gets the full check and its message.
  */
 function checkNewTensorNd(op: string, type: number, ne0: number, ne1 = 1, ne2 = 1, ne3 = 1, dims = 1): void {
-  const traits = runtime().types.get(type);
+  const traits = runtime().traits[type];
   if (traits !== undefined && ne0 >= 0 && ne1 >= 0 && ne2 >= 0 && ne3 >= 0 && Number.isSafeInteger(ne0) && Number.isSafeInteger(ne1) &&
     Number.isSafeInteger(ne2) && Number.isSafeInteger(ne3) && ne0 % traits.blckSize === 0 &&
     Number.isSafeInteger((ne0 / traits.blckSize) * traits.typeSize * ne1 * ne2 * ne3)) return;

@@ -17,7 +17,7 @@ import { Graph } from "./graph.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
 import { type Operand, Ops } from "./ops.gen.ts";
-import { allocPool, initContext, runtime } from "./runtime.ts";
+import { allocPool, initContext, retirePool, runtime } from "./runtime.ts";
 import { addressOf } from "./ffi/common.ts";
 import type { Handle } from "./ffi/types.ts";
 import type { WspGgml } from "./ffi/open.ts";
@@ -40,6 +40,10 @@ interface State {
   ptr: number;
   buffer: ArrayBuffer | null;
   readonly memSize: number;
+  /** Whether the pool holds object headers only (its memory can serve the next context). */
+  readonly noAlloc: boolean;
+  /** Whether a JS view of the pool left the library (`Tensor.view()` and the like): then it is detached when freed, never reused. */
+  exposed: boolean;
 }
 
 const stats = { contexts: 0, poolBytes: 0, finalized: 0 };
@@ -135,17 +139,12 @@ function measureInScratch(op: string, call: (ctx: number) => Handle, withData: b
 }
 
 
-function detach(buffer: ArrayBuffer): void {
-  const b = buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
-  if (typeof b.transfer === "function") b.transfer(0);
-  else structuredClone(buffer, { transfer: [buffer] });
-}
-
 /**
  * Frees the native context. An explicit free also detaches the pool, so that
- * every `view()` of it becomes unusable; after a collection nothing but such
- * views can still refer to the pool, which is JS memory that ggml does not
- * free: they keep it (and its data) until they go too.
+ * every `view()` of it becomes unusable (a `noAlloc` pool, headers only, is
+ * kept for the next context of its size); after a collection nothing but
+ * such views can still refer to the pool, which is JS memory that ggml does
+ * not free: they keep it (and its data) until they go too.
  */
 function release(state: State, detachViews: boolean): void {
   if (state.ptr === 0) return;
@@ -153,7 +152,7 @@ function release(state: State, detachViews: boolean): void {
   state.ptr = 0;
   stats.contexts--;
   stats.poolBytes -= state.memSize;
-  if (state.buffer && detachViews) detach(state.buffer);
+  if (state.buffer && detachViews) retirePool(state.buffer, state.noAlloc && !state.exposed);
   state.buffer = null;
 }
 
@@ -188,7 +187,13 @@ export class Context extends Ops {
   readonly #room: number;
   readonly #handles: WspGgml["handles"];
   /** One Tensor object per native tensor, keyed by its offset in the pool (a small integer, cheaper to hash than an address). */
-  readonly #tensors = new Map<number, Tensor>();
+  /**
+   * One Tensor object per native tensor, in pool order. ggml appends objects
+   * to the pool, so a new tensor comes last (an append, cheaper than a Map
+   * insert); a tensor first seen later (made natively) is found or inserted
+   * by binary search.
+   */
+  #tensors: Tensor[] = [];
   readonly #deps = new Set<Context>();
   #holds = 0;
   #lastObject = -1;
@@ -207,17 +212,19 @@ export class Context extends Ops {
     const memSize = pad(Math.max(requested, MEM_ALIGN), MEM_ALIGN);
     let pool;
     try {
-      pool = allocPool(memSize);
+      pool = allocPool(memSize, noAlloc);
     } catch (e) {
       throw new ArgumentError(`memSize ${memSize} cannot be allocated: ${(e as Error).message}`);
     }
+    // A recycled pool still holds its last context's objects: usedMem reads a zero first header as "no object yet".
+    if (pool.recycled) new Uint8Array(pool.buffer, pool.offset, rt.objectSize).fill(0);
     const h = initContext(rt.lib, pool.base, memSize, noAlloc, true);
     const ptr = addressOf(h);
     if (ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_init failed");
     this.#h = h;
     this.#room = MAX_OP_OBJECTS * (rt.objectSize + rt.tensorSize);
     this.#handles = rt.lib.handles;
-    this.#state = { ptr, buffer: pool.buffer, memSize };
+    this.#state = { ptr, buffer: pool.buffer, memSize, noAlloc, exposed: false };
     this.#view = pool.view;
     // Tensor fields are read as 32-bit words: typed-array reads are several times faster than DataView's on Bun.
     this.#words = new Int32Array(pool.buffer, pool.view.byteOffset, memSize >> 2);
@@ -281,7 +288,7 @@ export class Context extends Ops {
     if (this.#state.ptr === 0) return;
     if (this.#holds > 0) throw new BusyError("free: a graph using this context is being computed asynchronously (await graphComputeAsync first)");
     finalizer.unregister(this);
-    this.#tensors.clear();
+    this.#tensors = [];
     this.#deps.clear();
     release(this.#state, true);
     this.#view = new DataView(new ArrayBuffer(0));
@@ -335,12 +342,21 @@ export class Context extends Ops {
 
   /** @internal The tensor object for a tensor of this pool (one object per tensor). */
   _wrap(ptr: number, handle: Handle = ptr): Tensor {
-    const off = ptr - this.#base;
-    let t = this.#tensors.get(off);
-    if (!t) {
-      t = new Tensor(this, ptr, off, handle);
-      this.#tensors.set(off, t);
+    const off = ptr - this.#base, list = this.#tensors, n = list.length;
+    if (n === 0 || list[n - 1]._off < off) {
+      const t = new Tensor(this, ptr, off, handle);
+      list.push(t);
+      return t;
     }
+    let lo = 0, hi = n; // the first index whose offset is >= off
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (list[mid]._off < off) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < n && list[lo]._off === off) return list[lo];
+    const t = new Tensor(this, ptr, off, handle);
+    list.splice(lo, 0, t);
     return t;
   }
 
@@ -371,7 +387,10 @@ export class Context extends Ops {
   _locate(data: number, length: number, what: string): { buffer: ArrayBuffer; offset: number } {
     for (const c of this._reachable()) {
       if (c.#state.ptr === 0) throw new UseAfterFreeError(`${what}: the tensor's data belongs to a freed context`);
-      if (c._contains(data, length)) return { buffer: c.#state.buffer!, offset: c.#view.byteOffset + (data - c.#base) };
+      if (c._contains(data, length)) {
+        c.#state.exposed = true;
+        return { buffer: c.#state.buffer!, offset: c.#view.byteOffset + (data - c.#base) };
+      }
     }
     throw new GgmlError("NOT_ALLOCATED", `${what}: the data at 0x${data.toString(16)} is not in a context's pool`);
   }

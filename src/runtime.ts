@@ -27,6 +27,8 @@ export interface Runtime {
   readonly lib: Library;
   /** Traits by type value, for every type that can be created (removed types are absent). */
   readonly types: ReadonlyMap<number, TypeTraits>;
+  /** The same traits indexed by type value (a hole for removed types): the ops' checks read this array. */
+  readonly traits: readonly (TypeTraits | undefined)[];
   /** `sizeof(struct wsp_ggml_object)`: the header of every object in a context pool. */
   readonly objectSize: number;
   /** `sizeof(struct wsp_ggml_tensor)`. */
@@ -49,12 +51,62 @@ export interface Scratch {
   readonly buffer: ArrayBuffer;
 }
 
-/** A JS-owned pool of `size` bytes aligned to 64 bytes for a context. */
-export function allocPool(size: number): { buffer: ArrayBuffer; view: DataView; base: number; offset: number } {
-  const buffer = new ArrayBuffer(size + 64);
+/** A JS-owned pool for a context: `size` bytes aligned to 64 bytes. */
+export interface Pool {
+  /** The memory (64 bytes more than `size`, for the alignment). */
+  readonly buffer: ArrayBuffer;
+  /** The `size` aligned bytes. */
+  readonly view: DataView;
+  /** The address of `view`'s first byte. */
+  readonly base: number;
+  /** `view`'s offset in `buffer`. */
+  readonly offset: number;
+  /** Whether the memory held an earlier pool (not zeroed). */
+  readonly recycled: boolean;
+}
+
+/**
+ * Memory of freed pools kept for the next pool of the same size: a fresh
+ * ArrayBuffer is zeroed and page-faulted in on first touch, which costs
+ * more than building a small graph in it (a context per graph is this API's
+ * reset). At most {@linkcode SPARE_COUNT} pools of {@linkcode SPARE_BYTES} each.
+ */
+const spares: ArrayBuffer[] = [];
+const SPARE_COUNT = 4;
+const SPARE_BYTES = 16 << 20;
+
+/**
+ * A pool of `size` bytes aligned to 64 bytes. With `recycle`, the memory of
+ * a freed pool of the same size is taken when there is one (its bytes are
+ * what the last owner left).
+ */
+export function allocPool(size: number, recycle = false): Pool {
+  let buffer: ArrayBuffer | undefined;
+  if (recycle) {
+    const i = spares.findIndex((b) => b.byteLength === size + 64);
+    if (i >= 0) buffer = spares.splice(i, 1)[0];
+  }
+  const recycled = buffer !== undefined;
+  buffer ??= new ArrayBuffer(size + 64);
   const address = ffi.addressOf(buffer);
   const offset = (64 - (address % 64)) % 64;
-  return { buffer, view: new DataView(buffer, offset, size), base: address + offset, offset };
+  return { buffer, view: new DataView(buffer, offset, size), base: address + offset, offset, recycled };
+}
+
+/**
+ * Ends a pool. With `keep` (no JS view of the memory ever left the library)
+ * its memory is kept for {@linkcode allocPool}; otherwise `buffer` is
+ * detached, so that no view of it outlives its context.
+ */
+export function retirePool(buffer: ArrayBuffer, keep: boolean): void {
+  if (keep && buffer.byteLength <= SPARE_BYTES + 64) {
+    if (spares.length === SPARE_COUNT) spares.shift();
+    spares.push(buffer);
+    return;
+  }
+  const b = buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
+  if (typeof b.transfer === "function") b.transfer(0);
+  else structuredClone(buffer, { transfer: [buffer] });
 }
 
 /** Creates a context over `pool` (not owned by ggml: `wsp_ggml_free` leaves the memory alone). */
@@ -96,9 +148,11 @@ export function runtime(): Runtime {
   const scratchPtr = initContext(lib, pool.base, SCRATCH, true);
   if (scratchPtr === 0) throw new Error("wsp_ggml_init failed for the scratch context");
   let backend = 0;
+  const traits: (TypeTraits | undefined)[] = Array.from({ length: Type.COUNT }, (_, t) => types.get(t));
   state = {
     lib,
     types,
+    traits,
     objectSize,
     tensorSize,
     scratch: { ptr: scratchPtr, view: pool.view, base: pool.base, buffer: pool.buffer },

@@ -141,7 +141,7 @@ export class Tensor {
 
   /** The traits of {@linkcode type}. */
   get traits(): TypeTraits {
-    return runtime().types.get(this.type)!;
+    return runtime().traits[this.type]!;
   }
 
   /** Elements per dimension, innermost first (ggml's `ne`; always 4 entries). */

@@ -355,6 +355,36 @@ describe("Graph", () => {
   });
 });
 
+describe("pool recycling", () => {
+  test("a freed noAlloc pool serves the next context of its size; the old tensors stay dead", () => {
+    const memSize = 64 * tensorOverhead();
+    const first = new Context({ memSize, noAlloc: true });
+    const old = first.newTensor1d(Type.F32, 4);
+    const oldAddress = old.pointer;
+    first.free();
+    using next = new Context({ memSize, noAlloc: true });
+    assert.equal(next.usedMem, 0, "the recycled pool reads as empty");
+    const t = next.newTensor2d(Type.F32, 3, 2);
+    assert.equal(t.pointer, oldAddress, "the same memory, so the same first tensor address");
+    assert.deepEqual(t.shape, [3, 2, 1, 1]);
+    assert.equal(next.usedMem, tensorOverhead());
+    assert.throws(() => old.nelements, UseAfterFreeError, "a tensor of the freed context, though its memory is reused");
+    assert.throws(() => old.shape, UseAfterFreeError);
+  });
+
+  test("an allocating context's pool is detached on free, never recycled", () => {
+    const memSize = 64 * tensorOverhead() + 1024;
+    const first = new Context({ memSize });
+    const a = first.newTensor1d(Type.F32, 4).set(new Float32Array([1, 2, 3, 4]));
+    const view = a.view() as Float32Array;
+    assert.deepEqual([...view], [1, 2, 3, 4]);
+    first.free();
+    assert.equal(view.length, 0, "the view was detached with its pool");
+    using next = new Context({ memSize });
+    assert.deepEqual(next.newTensor1d(Type.F32, 4).toArray(), [0, 0, 0, 0], "fresh memory, not the freed pool's data");
+  });
+});
+
 describe("Graph mirror", () => {
   // Expands that cannot overflow go straight to ggml and the JS side reads the graph back
   // from the pool when asked; these compare that reading with ggml's own accessors.
