@@ -304,7 +304,7 @@ function report(figures, mach, vers, peer, seconds) {
   out();
   out("## (a) Per-call overhead");
   out();
-  out("One call per iteration in a loop of n; ns per iteration. *raw* is the generated binding as the library calls it (`loadLibrary().symbols`, through the runtime's adapter: Deno `Deno.dlopen`, Bun `bun:ffi`, Node koffi); *API* is the public API: `Tensor.nelements` / `Tensor.nbytes` are computed in JS from the struct layout (no FFI call), `ctx.add` checks its operands, measures the op in the scratch context, then creates it (a fresh no_alloc `Context` per 1000 nodes, the API has no reset). C: the same loop in bench/driver.c (wsp_ggml_add with a reset every 1000 nodes).");
+  out("One call per iteration in a loop of n; ns per iteration. *raw* is the generated binding as the library calls it (`loadLibrary().symbols`, through the runtime's adapter: Deno `Deno.dlopen`, Bun `bun:ffi`, Node koffi); *API* is the public API: `Tensor.nelements` / `Tensor.nbytes` are computed in JS from the struct layout (no FFI call), `ctx.add` checks its operands and, while the no_alloc context has room for any op's objects, calls ggml directly with the runtime's native handles (a fresh no_alloc `Context` per 1000 nodes, the API has no reset). C: the same loop in bench/driver.c (wsp_ggml_add with a reset every 1000 nodes).");
   out();
   out("| benchmark | runtime | what | time | C | ratio to C | overhead vs C | ggml-python | ratio to ggml-python |");
   out("|---|---|---|---|---|---|---|---|---|");
