@@ -105,6 +105,21 @@ export function call(which: "nelements" | "nbytes", p: Params): Sample[] {
     sink += acc;
     return dt;
   });
+  // Where handles are bigints (Deno): the same call given the tensors' handles, so no number becomes a BigInt per call.
+  const lib = loadLibrary();
+  const handles: Sample[] = [];
+  if (typeof ts[0]._h === "bigint") {
+    const fh = which === "nelements" ? lib.handles.wsp_ggml_nelements : lib.handles.wsp_ggml_nbytes;
+    const hs = ts.map((t) => t._h);
+    handles.push(measure(which, `handles wsp_ggml_${which} (bigint pointers)`, n, reps, (n) => {
+      let acc = 0;
+      const t0 = nowNs();
+      for (let i = 0; i < n; i++) acc += Number(fh(hs[i & 1]));
+      const dt = nowNs() - t0;
+      sink += acc;
+      return dt;
+    }));
+  }
   const key = which;
   const api = measure(which, `API Tensor.${which}`, n, reps, (n) => {
     let acc = 0;
@@ -114,7 +129,7 @@ export function call(which: "nelements" | "nbytes", p: Params): Sample[] {
     sink += acc;
     return dt;
   });
-  return [raw, api];
+  return [raw, ...handles, api];
 }
 
 const ADD_BATCH = 1000;
