@@ -53,8 +53,6 @@ function pointerObject(ptr: Pointer): Deno.PointerObject {
 const SMALL = Array.from({ length: 1 << 14 }, (_, i) => BigInt(i));
 const big = (v: unknown) => (typeof v !== "number" ? v : v >= 0 && v < SMALL.length && v === (v | 0) ? SMALL[v] : BigInt(v));
 
-/** A pointer result as a handle: the bigint Deno returned (`usize` can also come back as a number). */
-const toHandle = (v: number | bigint) => v;
 
 /**
  * A call of `f` in the API's conventions that keeps Deno's fast path.
@@ -138,7 +136,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
     const norm = isPointer(def.result) ? toPointer : isInt64(def.result) ? toInt64 : undefined;
     const wide = def.args.map((t) => isPointer(t) || isInt64(t));
     symbols[name] = fastCall(f, wide, norm);
-    handles[name] = isPointer(def.result) ? fastCall(f, wide, toHandle) : symbols[name];
+    handles[name] = isPointer(def.result) ? fastCall(f, wide) : symbols[name]; // the result as Deno returned it
     const g = raw[name + ASYNC];
     if (g) {
       async[name] = async (...a: unknown[]) => {
