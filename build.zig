@@ -95,6 +95,8 @@ const metal_objc_sources = [_][]const u8{
 /// layout probes. Compiled in when present, so the native build works before codegen runs.
 const base_shim = "native/shim/base.gen.c";
 const cpu_shim = "native/shim/cpu.gen.c";
+const num_base_shim = "native/shim/num_base.gen.c";
+const num_cpu_shim = "native/shim/num_cpu.gen.c";
 
 // -fno-sanitize=undefined: Debug/ReleaseSafe C code would otherwise trap (SIGILL) on the
 // UB that ggml relies on. ggml's WSP_GGML_ASSERT checks stay on in every mode (they do not
@@ -193,6 +195,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cFiles(&base_sources), .flags = &common_c_flags });
     base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&base_sources), .flags = &common_cxx_flags });
     if (pathExists(b, base_shim)) base_mod.addCSourceFile(.{ .file = b.path(base_shim), .flags = &common_c_flags });
+    if (pathExists(b, num_base_shim)) base_mod.addCSourceFile(.{ .file = b.path(num_base_shim), .flags = &common_c_flags });
     base_mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
     // wsp-ggml's log routing (JS thread vs native threads) and abort message.
     base_mod.addCSourceFile(.{ .file = b.path("native/log.c"), .flags = &common_c_flags });
@@ -236,6 +239,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
         mod.addCSourceFile(.{ .file = b.path("native/cpu-variant.c"), .flags = &common_c_flags });
         mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
         if (pathExists(b, cpu_shim)) mod.addCSourceFile(.{ .file = b.path(cpu_shim), .flags = &common_c_flags });
+        if (pathExists(b, num_cpu_shim)) mod.addCSourceFile(.{ .file = b.path(num_cpu_shim), .flags = &common_c_flags });
         mod.linkLibrary(base);
         addLoaderRPath(mod, os);
         const lib = b.addLibrary(.{ .linkage = .dynamic, .name = b.fmt("ggml-cpu-{s}", .{v.name}), .root_module = mod });

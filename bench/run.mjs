@@ -267,7 +267,7 @@ function report(figures, mach, vers, peer, seconds) {
   targets.push(["Compute within 3% of C (matmul, binding / C)", `ratio of medians: median ${medianMm.toFixed(3)}, worst ${worstMm.toFixed(3)} over ${tsMm.length} figures; ratio of fastest samples: median ${medianMmMin.toFixed(3)}, range ${Math.min(...tsMmMin).toFixed(3)}–${Math.max(...tsMmMin).toFixed(3)}`, medianMm <= 1.03 ? (worstMm <= 1.03 ? "met" : "met at the median; not every figure") : "not met"]);
   const gApi = graphRows.filter((r) => r.kind === "API").map((r) => r.ns / r.c);
   targets.push(["Graph construction within 2× of C (API)", gApi.map((x, i) => `${TS[i]} ${x.toFixed(2)}×`).join(", "), gApi.length && gApi.every((x) => x <= 2) ? "met" : "not met"]);
-  // A runtime's per-call figure: its fastest binding path (Deno: `handles`, bigint pointers, when it beats `symbols`).
+  // A runtime's per-call figure: its fastest binding path (`handles` where they are bigints and beat `symbols`).
   const rawOver = [];
   for (const side of ["deno", "bun"]) for (const bench of ["nelements", "nbytes"]) {
     const rows = perCall.filter((r) => r.side === side && r.bench === bench && r.kind !== "API" && r.overhead !== undefined);
@@ -309,7 +309,7 @@ function report(figures, mach, vers, peer, seconds) {
   out();
   out("## (a) Per-call overhead");
   out();
-  out("One call per iteration in a loop of n; ns per iteration. *raw* is the generated binding as the library calls it (`loadLibrary().symbols`, through the runtime's adapter: Deno `Deno.dlopen`, Bun `bun:ffi`, Node koffi); *API* is the public API: `Tensor.nelements` / `Tensor.nbytes` are computed in JS from the struct layout (no FFI call), `ctx.add` checks its operands and, while the no_alloc context has room for any op's objects, calls ggml directly with the runtime's native handles (a fresh no_alloc `Context` per 1000 nodes, the API has no reset). C: the same loop in bench/driver.c (wsp_ggml_add with a reset every 1000 nodes).");
+  out("One call per iteration in a loop of n; ns per iteration. *raw* is the generated binding as the library calls it (`loadLibrary().symbols`, through the runtime's adapter: Deno `Deno.dlopen`, Bun `bun:ffi`, Node koffi; Deno and Bun call the number-ABI wrappers `wsp_num_*`, which take and return pointers and 64-bit integers as doubles, so C's side of each call includes that wrapper); *API* is the public API: `Tensor.nelements` / `Tensor.nbytes` are computed in JS from the struct layout (no FFI call), `ctx.add` checks its operands and, while the no_alloc context has room for any op's objects, calls ggml directly with the runtime's native handles (a fresh no_alloc `Context` per 1000 nodes, the API has no reset). C: the same loop in bench/driver.c (wsp_ggml_add with a reset every 1000 nodes).");
   out();
   out("| benchmark | runtime | what | time | C | ratio to C | overhead vs C | ggml-python | ratio to ggml-python |");
   out("|---|---|---|---|---|---|---|---|---|");

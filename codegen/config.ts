@@ -66,3 +66,22 @@ export const NONBLOCKING: ReadonlySet<string> = new Set([
 
 /** Prefix of the exported names of the pointer-based C wrappers. */
 export const SHIM_PREFIX = "wsp_shim_";
+
+/** Prefix of the exported names of the number-ABI wrappers (src/ffi/num_abi.ts). */
+export const NUM_PREFIX = "wsp_num_";
+
+/**
+ * Functions whose 64-bit integers may not fit in a double's 53 bits: they get
+ * no number-ABI wrapper (src/ffi/num_abi.ts) and keep the exact bigint path.
+ * Every entry needs a reason; an entry that names no function is an error.
+ */
+export const WIDE_VALUES: Readonly<Record<string, string>> = {
+  wsp_ggml_cycles: "a cycle counter: it passes 2^53 after weeks of uptime",
+  wsp_ggml_backend_buft_get_max_size: "SIZE_MAX means no limit",
+  wsp_ggml_backend_buffer_get_max_size: "SIZE_MAX means no limit",
+  wsp_ggml_backend_get_max_size: "SIZE_MAX means no limit",
+  wsp_gguf_get_val_u64: "a 64-bit value read from a file",
+  wsp_gguf_get_val_i64: "a 64-bit value read from a file",
+  wsp_gguf_set_val_u64: "a 64-bit value to write to a file",
+  wsp_gguf_set_val_i64: "a 64-bit value to write to a file",
+};

@@ -1,12 +1,15 @@
 /**
  * Emits the C shim: `native/shim/base.gen.c` (wrappers of base functions and
  * the layout probes) and `native/shim/cpu.gen.c` (wrappers of ggml-cpu.h
- * functions, compiled into every CPU variant).
+ * functions, compiled into every CPU variant), and the number-ABI wrappers
+ * (`native/shim/num_base.gen.c`, `native/shim/num_cpu.gen.c`, see
+ * src/ffi/num_abi.ts).
  *
  * @module
  */
-import type { ApiIR, RecordIR } from "./ir.ts";
+import type { ApiIR, ParamIR, RecordIR } from "./ir.ts";
 import { declarator, type Row, shimParams } from "./table.ts";
+import { isWide } from "../src/ffi/num_abi.ts";
 import { GENERATED } from "./emit_ts.ts";
 
 const PRELUDE = `#include <stddef.h>
@@ -37,6 +40,39 @@ function wrapper(r: Row): string {
   const body = fn.result.ffi === "record" ? `*ret = ${call};` : fn.result.ffi === "void" ? `${call};` : `return ${call};`;
   const result = fn.result.ffi === "record" ? "void" : fn.result.c;
   return `/** Pointer-based ${fn.name}. */\nWSP_SHIM_API ${declarator(result, r.symbol!)}(${decl}) {\n    ${body}\n}\n`;
+}
+
+/** A pointer parameter's C type as a cast target: an array parameter (`int x[4]`) is a pointer. */
+function pointerType(c: string): string {
+  const arr = c.match(/^(.*?)\s*\[\d*\]$/);
+  return arr ? `${arr[1]} *` : c;
+}
+
+/**
+ * The number-ABI wrapper of a row: every pointer and 64-bit integer
+ * parameter and result as a double, converted exactly (values below 2^53).
+ * Records by value are taken by pointer, as the record shim's are, and a
+ * record result is written through the trailing `ret` pointer.
+ */
+function numWrapper(r: Row): string {
+  const fn = r.fn;
+  const params = r.symbol ? shimParams(fn) : fn.params;
+  const byValue = new Set(fn.params.filter((p) => p.ffi === "record").map((p) => p.name));
+  const wide = params.map((p) => p.ffi !== "record" && isWide(p.ffi));
+  const decl = params.length ? params.map((p, i) => (wide[i] ? `double ${p.name}` : declarator(p.c, p.name))).join(", ") : "void";
+  const arg = (p: ParamIR) => {
+    const v = p.ffi === "pointer" || p.ffi === "function" ? `(${pointerType(p.c)})(uintptr_t)${p.name}` : isWide(p.ffi as Row["result"]) ? `(${p.c})${p.name}` : p.name;
+    return byValue.has(p.name) ? `*${v}` : v;
+  };
+  const call = `${fn.name}(${fn.params.map((p) => arg(params.find((q) => q.name === p.name)!)).join(", ")})`;
+  const res = fn.result.ffi;
+  const body = res === "record" ? `*(${fn.result.c} *)(uintptr_t)ret = ${call};`
+    : res === "void" ? `${call};`
+    : res === "pointer" || res === "function" ? `return (double)(uintptr_t)${call};`
+    : isWide(res) ? `return (double)${call};`
+    : `return ${call};`;
+  const ret = res === "record" || res === "void" ? "void" : isWide(res) ? "double" : fn.result.c;
+  return `/** ${fn.name}, pointers and 64-bit integers as doubles. */\nWSP_SHIM_API ${declarator(ret, r.num!)}(${decl}) {\n    ${body}\n}\n`;
 }
 
 function probeRows(r: RecordIR): string[] {
@@ -86,6 +122,17 @@ WSP_SHIM_API int64_t wsp_shim_layout(const char * record, const char * field, in
     return -1;
 }
 `;
+}
+
+/** The texts of the two number-ABI files: wrappers of the base library's functions, and of ggml-cpu.h's. */
+export function emitNumShims(rows: readonly Row[]): { base: string; cpu: string } {
+  const head = (what: string) =>
+    `${GENERATED}\n// ${what}, with every pointer and 64-bit integer as a double (src/ffi/num_abi.ts).\n\n${PRELUDE}\n`;
+  const of = (lib: Row["library"]) => rows.filter((r) => r.num && r.library === lib).map(numWrapper).join("\n");
+  return {
+    base: head("Number-ABI wrappers of the base library's functions") + of("base"),
+    cpu: head("Number-ABI wrappers of ggml-cpu.h's functions") + of("cpu"),
+  };
 }
 
 /** The texts of the two shim files. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { SHIM_PREFIX } from "./config.ts";
+import { NUM_PREFIX, SHIM_PREFIX } from "./config.ts";
 import type { EnumIR } from "./ir.ts";
 
 /** `wsp_ggml_backend_dev_type` → `BackendDevType`; `wsp_gguf_type` → `GgufType`. */
@@ -21,6 +21,11 @@ export function constantName(c: string): string {
 /** The exported name of the pointer-based wrapper of `fn`. */
 export function shimName(fn: string): string {
   return SHIM_PREFIX + fn.replace(/^wsp_/, "");
+}
+
+/** The exported name of a function's number-ABI wrapper (`wsp_ggml_add` → `wsp_num_ggml_add`). */
+export function numName(fn: string): string {
+  return NUM_PREFIX + fn.replace(/^wsp_/, "");
 }
 
 /** The member names of an enum without their common prefix (`WSP_GGML_TYPE_F32` → `F32`). */

@@ -5,9 +5,10 @@
  * @module
  */
 import type { FfiType, LibraryName } from "../src/ffi/types.ts";
-import { NONBLOCKING, NOT_DEFINED } from "./config.ts";
+import { NONBLOCKING, NOT_DEFINED, WIDE_VALUES } from "./config.ts";
+import { hasWide } from "../src/ffi/num_abi.ts";
 import type { FunctionIR, ParamIR, TypeRef } from "./ir.ts";
-import { shimName } from "./names.ts";
+import { numName, shimName } from "./names.ts";
 
 /** One row of the generated table. */
 export interface Row {
@@ -15,6 +16,8 @@ export interface Row {
   readonly library: LibraryName;
   readonly header: string;
   readonly symbol?: string;
+  /** The number-ABI wrapper's exported name (pointers and 64-bit integers as doubles), when there is one. */
+  readonly num?: string;
   readonly args: FfiType[];
   readonly result: FfiType;
   readonly defined: boolean;
@@ -49,16 +52,25 @@ export function shimParams(fn: FunctionIR): ParamIR[] {
 
 /** The table rows, one per bound function, in header order. */
 export function rows(functions: readonly FunctionIR[]): Row[] {
+  for (const name of Object.keys(WIDE_VALUES)) {
+    if (!functions.some((fn) => fn.name === name)) throw new Error(`codegen/config.ts: WIDE_VALUES names ${name}, which no header declares`);
+  }
   return functions.map((fn) => {
     const shim = fn.flags.structByValue;
+    const args = shim ? shimParams(fn).map(ffiOf) : fn.params.map(ffiOf);
+    const result = shim && fn.result.ffi === "record" ? "void" : ffiOf(fn.result);
+    const defined = !(fn.name in NOT_DEFINED);
+    // Metal's library is Objective-C built elsewhere: it has no shim slot.
+    const num = defined && fn.library !== "metal" && !(fn.name in WIDE_VALUES) && hasWide({ args, result });
     return {
       name: fn.name,
       library: fn.library,
       header: fn.header,
       ...(shim ? { symbol: shimName(fn.name) } : {}),
-      args: shim ? shimParams(fn).map(ffiOf) : fn.params.map(ffiOf),
-      result: shim && fn.result.ffi === "record" ? "void" : ffiOf(fn.result),
-      defined: !(fn.name in NOT_DEFINED),
+      ...(num ? { num: numName(fn.name) } : {}),
+      args,
+      result,
+      defined,
       nonblocking: NONBLOCKING.has(fn.name),
       c: prototype(fn),
       fn,

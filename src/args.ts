@@ -55,16 +55,40 @@ export function bool(name: string, value: boolean): boolean {
   return value;
 }
 
-// The values of each enum object, built once (enums are generated constants).
-const memberSets = new WeakMap<object, Set<number>>();
+/**
+ * The members of an enum object (other than `COUNT`) as a table indexed by
+ * value: 1 for a member. Enums are small non-negative integers; a value
+ * outside 0..1023 is looked up in the set of values.
+ */
+interface Members {
+  readonly table: Uint8Array;
+  readonly set: ReadonlySet<number>;
+}
+// Built once per enum object (enums are generated constants).
+const memberTables = new WeakMap<object, Members>();
+// The last enum looked up: ops check the same enum (Type) over and over, and one comparison beats a WeakMap lookup.
+let lastEnum: object | undefined;
+let lastMembers: Members | undefined;
+
+function membersOf(values: Record<string, number>): Members {
+  if (values === lastEnum) return lastMembers!;
+  let m = memberTables.get(values);
+  if (!m) {
+    const set = new Set(Object.values(values).filter((v) => v !== values.COUNT));
+    const table = new Uint8Array(1024);
+    for (const v of set) if (Number.isInteger(v) && v >= 0 && v < table.length) table[v] = 1;
+    memberTables.set(values, m = { table, set });
+  }
+  lastEnum = values;
+  lastMembers = m;
+  return m;
+}
 
 /** An enum argument: one of the members of `values` other than `COUNT`. */
 export function member<E extends Record<string, number>>(name: string, value: number, values: E, label: string): E[keyof E] {
-  let set = memberSets.get(values);
-  if (!set) memberSets.set(values, set = new Set(Object.values(values)));
-  if (typeof value !== "number" || value === values.COUNT || !set.has(value)) {
-    throw new ArgumentError(`${name} must be a ${label}, got ${String(value)}`);
-  }
+  const m = membersOf(values);
+  const known = value >= 0 && value < 1024 && (value | 0) === value ? m.table[value] === 1 : typeof value === "number" && m.set.has(value);
+  if (!known) throw new ArgumentError(`${name} must be a ${label}, got ${String(value)}`);
   return value as E[keyof E];
 }
 

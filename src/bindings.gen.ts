@@ -1967,14 +1967,18 @@ export const functions = {
    * Returns the old callback for chaining
    *
    * C: `wsp_ggml_abort_callback_t wsp_ggml_set_abort_callback(wsp_ggml_abort_callback_t callback)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_abort_callback`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_abort_callback: { library: "base", header: "ggml.h", args: ["function"], result: "function", c: "wsp_ggml_abort_callback_t wsp_ggml_set_abort_callback(wsp_ggml_abort_callback_t callback)" },
+  wsp_ggml_set_abort_callback: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_abort_callback", args: ["function"], result: "function", c: "wsp_ggml_abort_callback_t wsp_ggml_set_abort_callback(wsp_ggml_abort_callback_t callback)" },
   /**
    * get wsp_ggml_status name string
    *
    * C: `const char *wsp_ggml_status_to_string(enum wsp_ggml_status status)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_status_to_string`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_status_to_string: { library: "base", header: "ggml.h", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_status_to_string(enum wsp_ggml_status status)" },
+  wsp_ggml_status_to_string: { library: "base", header: "ggml.h", num: "wsp_num_ggml_status_to_string", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_status_to_string(enum wsp_ggml_status status)" },
   /**
    * C: `float wsp_ggml_fp16_to_fp32(wsp_ggml_fp16_t arg0)` (ggml.h, library `base`).
    */
@@ -1985,118 +1989,164 @@ export const functions = {
   wsp_ggml_fp32_to_fp16: { library: "base", header: "ggml.h", args: ["f32"], result: "u16", c: "wsp_ggml_fp16_t wsp_ggml_fp32_to_fp16(float arg0)" },
   /**
    * C: `void wsp_ggml_fp16_to_fp32_row(const wsp_ggml_fp16_t *arg0, float *arg1, int64_t arg2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_fp16_to_fp32_row`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_fp16_to_fp32_row: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp16_to_fp32_row(const wsp_ggml_fp16_t *arg0, float *arg1, int64_t arg2)" },
+  wsp_ggml_fp16_to_fp32_row: { library: "base", header: "ggml.h", num: "wsp_num_ggml_fp16_to_fp32_row", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp16_to_fp32_row(const wsp_ggml_fp16_t *arg0, float *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_fp32_to_fp16_row(const float *arg0, wsp_ggml_fp16_t *arg1, int64_t arg2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_fp32_to_fp16_row`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_fp32_to_fp16_row: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp32_to_fp16_row(const float *arg0, wsp_ggml_fp16_t *arg1, int64_t arg2)" },
+  wsp_ggml_fp32_to_fp16_row: { library: "base", header: "ggml.h", num: "wsp_num_ggml_fp32_to_fp16_row", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp32_to_fp16_row(const float *arg0, wsp_ggml_fp16_t *arg1, int64_t arg2)" },
   /**
    * C: `wsp_ggml_bf16_t wsp_ggml_fp32_to_bf16(float arg0)` (ggml.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_fp32_to_bf16`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_fp32_to_bf16`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_fp32_to_bf16: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_fp32_to_bf16", args: ["f32", "pointer"], result: "void", c: "wsp_ggml_bf16_t wsp_ggml_fp32_to_bf16(float arg0)" },
+  wsp_ggml_fp32_to_bf16: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_fp32_to_bf16", num: "wsp_num_ggml_fp32_to_bf16", args: ["f32", "pointer"], result: "void", c: "wsp_ggml_bf16_t wsp_ggml_fp32_to_bf16(float arg0)" },
   /**
    * C: `float wsp_ggml_bf16_to_fp32(wsp_ggml_bf16_t arg0)` (ggml.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_bf16_to_fp32`: records by value are passed by pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_bf16_to_fp32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_bf16_to_fp32: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_bf16_to_fp32", args: ["pointer"], result: "f32", c: "float wsp_ggml_bf16_to_fp32(wsp_ggml_bf16_t arg0)" },
+  wsp_ggml_bf16_to_fp32: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_bf16_to_fp32", num: "wsp_num_ggml_bf16_to_fp32", args: ["pointer"], result: "f32", c: "float wsp_ggml_bf16_to_fp32(wsp_ggml_bf16_t arg0)" },
   /**
    * C: `void wsp_ggml_bf16_to_fp32_row(const wsp_ggml_bf16_t *arg0, float *arg1, int64_t arg2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_bf16_to_fp32_row`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_bf16_to_fp32_row: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_bf16_to_fp32_row(const wsp_ggml_bf16_t *arg0, float *arg1, int64_t arg2)" },
+  wsp_ggml_bf16_to_fp32_row: { library: "base", header: "ggml.h", num: "wsp_num_ggml_bf16_to_fp32_row", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_bf16_to_fp32_row(const wsp_ggml_bf16_t *arg0, float *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_fp32_to_bf16_row_ref(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_fp32_to_bf16_row_ref`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_fp32_to_bf16_row_ref: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp32_to_bf16_row_ref(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)" },
+  wsp_ggml_fp32_to_bf16_row_ref: { library: "base", header: "ggml.h", num: "wsp_num_ggml_fp32_to_bf16_row_ref", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp32_to_bf16_row_ref(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_fp32_to_bf16_row(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_fp32_to_bf16_row`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_fp32_to_bf16_row: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp32_to_bf16_row(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)" },
+  wsp_ggml_fp32_to_bf16_row: { library: "base", header: "ggml.h", num: "wsp_num_ggml_fp32_to_bf16_row", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_fp32_to_bf16_row(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)" },
   /**
    * C: `_Bool wsp_ggml_guid_matches(wsp_ggml_guid_t guid_a, wsp_ggml_guid_t guid_b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_guid_matches`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_guid_matches: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_guid_matches(wsp_ggml_guid_t guid_a, wsp_ggml_guid_t guid_b)" },
+  wsp_ggml_guid_matches: { library: "base", header: "ggml.h", num: "wsp_num_ggml_guid_matches", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_guid_matches(wsp_ggml_guid_t guid_a, wsp_ggml_guid_t guid_b)" },
   /**
    * misc
    *
    * C: `const char *wsp_ggml_version(void)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_version`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_version: { library: "base", header: "ggml.h", args: [], result: "pointer", c: "const char *wsp_ggml_version(void)" },
+  wsp_ggml_version: { library: "base", header: "ggml.h", num: "wsp_num_ggml_version", args: [], result: "pointer", c: "const char *wsp_ggml_version(void)" },
   /**
    * C: `const char *wsp_ggml_commit(void)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_commit`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_commit: { library: "base", header: "ggml.h", args: [], result: "pointer", c: "const char *wsp_ggml_commit(void)" },
+  wsp_ggml_commit: { library: "base", header: "ggml.h", num: "wsp_num_ggml_commit", args: [], result: "pointer", c: "const char *wsp_ggml_commit(void)" },
   /**
    * C: `void wsp_ggml_time_init(void)` (ggml.h, library `base`).
    */
   wsp_ggml_time_init: { library: "base", header: "ggml.h", args: [], result: "void", c: "void wsp_ggml_time_init(void)" },
   /**
    * C: `int64_t wsp_ggml_time_ms(void)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_time_ms`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_time_ms: { library: "base", header: "ggml.h", args: [], result: "i64", c: "int64_t wsp_ggml_time_ms(void)" },
+  wsp_ggml_time_ms: { library: "base", header: "ggml.h", num: "wsp_num_ggml_time_ms", args: [], result: "i64", c: "int64_t wsp_ggml_time_ms(void)" },
   /**
    * C: `int64_t wsp_ggml_time_us(void)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_time_us`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_time_us: { library: "base", header: "ggml.h", args: [], result: "i64", c: "int64_t wsp_ggml_time_us(void)" },
+  wsp_ggml_time_us: { library: "base", header: "ggml.h", num: "wsp_num_ggml_time_us", args: [], result: "i64", c: "int64_t wsp_ggml_time_us(void)" },
   /**
    * C: `int64_t wsp_ggml_cycles(void)` (ggml.h, library `base`).
    */
   wsp_ggml_cycles: { library: "base", header: "ggml.h", args: [], result: "i64", c: "int64_t wsp_ggml_cycles(void)" },
   /**
    * C: `int64_t wsp_ggml_cycles_per_ms(void)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cycles_per_ms`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cycles_per_ms: { library: "base", header: "ggml.h", args: [], result: "i64", c: "int64_t wsp_ggml_cycles_per_ms(void)" },
+  wsp_ggml_cycles_per_ms: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cycles_per_ms", args: [], result: "i64", c: "int64_t wsp_ggml_cycles_per_ms(void)" },
   /**
    * accepts a UTF-8 path, even on Windows
    *
    * C: `FILE *wsp_ggml_fopen(const char *fname, const char *mode)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_fopen`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_fopen: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "FILE *wsp_ggml_fopen(const char *fname, const char *mode)" },
+  wsp_ggml_fopen: { library: "base", header: "ggml.h", num: "wsp_num_ggml_fopen", args: ["pointer", "pointer"], result: "pointer", c: "FILE *wsp_ggml_fopen(const char *fname, const char *mode)" },
   /**
    * C: `void wsp_ggml_print_object(const struct wsp_ggml_object *obj)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_print_object`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_print_object: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_print_object(const struct wsp_ggml_object *obj)" },
+  wsp_ggml_print_object: { library: "base", header: "ggml.h", num: "wsp_num_ggml_print_object", args: ["pointer"], result: "void", c: "void wsp_ggml_print_object(const struct wsp_ggml_object *obj)" },
   /**
    * C: `void wsp_ggml_print_objects(const struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_print_objects`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_print_objects: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_print_objects(const struct wsp_ggml_context *ctx)" },
+  wsp_ggml_print_objects: { library: "base", header: "ggml.h", num: "wsp_num_ggml_print_objects", args: ["pointer"], result: "void", c: "void wsp_ggml_print_objects(const struct wsp_ggml_context *ctx)" },
   /**
    * C: `int64_t wsp_ggml_nelements(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_nelements`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_nelements: { library: "base", header: "ggml.h", args: ["pointer"], result: "i64", c: "int64_t wsp_ggml_nelements(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_nelements: { library: "base", header: "ggml.h", num: "wsp_num_ggml_nelements", args: ["pointer"], result: "i64", c: "int64_t wsp_ggml_nelements(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `int64_t wsp_ggml_nrows(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_nrows`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_nrows: { library: "base", header: "ggml.h", args: ["pointer"], result: "i64", c: "int64_t wsp_ggml_nrows(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_nrows: { library: "base", header: "ggml.h", num: "wsp_num_ggml_nrows", args: ["pointer"], result: "i64", c: "int64_t wsp_ggml_nrows(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `size_t wsp_ggml_nbytes(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_nbytes`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_nbytes: { library: "base", header: "ggml.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_nbytes(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_nbytes: { library: "base", header: "ggml.h", num: "wsp_num_ggml_nbytes", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_nbytes(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `size_t wsp_ggml_nbytes_pad(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_nbytes_pad`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_nbytes_pad: { library: "base", header: "ggml.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_nbytes_pad(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_nbytes_pad: { library: "base", header: "ggml.h", num: "wsp_num_ggml_nbytes_pad", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_nbytes_pad(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `int64_t wsp_ggml_blck_size(enum wsp_ggml_type type)` (ggml.h, library `base`).
    *
+   * Deno and Bun call it through `wsp_num_ggml_blck_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
+   *
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
-  wsp_ggml_blck_size: { library: "base", header: "ggml.h", args: ["i32"], result: "i64", c: "int64_t wsp_ggml_blck_size(enum wsp_ggml_type type)" },
+  wsp_ggml_blck_size: { library: "base", header: "ggml.h", num: "wsp_num_ggml_blck_size", args: ["i32"], result: "i64", c: "int64_t wsp_ggml_blck_size(enum wsp_ggml_type type)" },
   /**
    * C: `size_t wsp_ggml_type_size(enum wsp_ggml_type type)` (ggml.h, library `base`).
    *
-   * @deprecated (WSP_GGML_DEPRECATED in the header)
-   */
-  wsp_ggml_type_size: { library: "base", header: "ggml.h", args: ["i32"], result: "usize", c: "size_t wsp_ggml_type_size(enum wsp_ggml_type type)" },
-  /**
-   * C: `size_t wsp_ggml_row_size(enum wsp_ggml_type type, int64_t ne)` (ggml.h, library `base`).
+   * Deno and Bun call it through `wsp_num_ggml_type_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    *
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
-  wsp_ggml_row_size: { library: "base", header: "ggml.h", args: ["i32", "i64"], result: "usize", c: "size_t wsp_ggml_row_size(enum wsp_ggml_type type, int64_t ne)" },
+  wsp_ggml_type_size: { library: "base", header: "ggml.h", num: "wsp_num_ggml_type_size", args: ["i32"], result: "usize", c: "size_t wsp_ggml_type_size(enum wsp_ggml_type type)" },
+  /**
+   * C: `size_t wsp_ggml_row_size(enum wsp_ggml_type type, int64_t ne)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_row_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
+   *
+   * @deprecated (WSP_GGML_DEPRECATED in the header)
+   */
+  wsp_ggml_row_size: { library: "base", header: "ggml.h", num: "wsp_num_ggml_row_size", args: ["i32", "i64"], result: "usize", c: "size_t wsp_ggml_row_size(enum wsp_ggml_type type, int64_t ne)" },
   /**
    * C: `double wsp_ggml_type_sizef(enum wsp_ggml_type type)` (ggml.h, library `base`).
    *
@@ -2105,32 +2155,46 @@ export const functions = {
   wsp_ggml_type_sizef: { library: "base", header: "ggml.h", args: ["i32"], result: "f64", c: "double wsp_ggml_type_sizef(enum wsp_ggml_type type)" },
   /**
    * C: `const char *wsp_ggml_type_name(enum wsp_ggml_type type)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_type_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_type_name: { library: "base", header: "ggml.h", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_type_name(enum wsp_ggml_type type)" },
+  wsp_ggml_type_name: { library: "base", header: "ggml.h", num: "wsp_num_ggml_type_name", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_type_name(enum wsp_ggml_type type)" },
   /**
    * C: `const char *wsp_ggml_op_name(enum wsp_ggml_op op)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_op_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_op_name: { library: "base", header: "ggml.h", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_op_name(enum wsp_ggml_op op)" },
+  wsp_ggml_op_name: { library: "base", header: "ggml.h", num: "wsp_num_ggml_op_name", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_op_name(enum wsp_ggml_op op)" },
   /**
    * C: `const char *wsp_ggml_op_symbol(enum wsp_ggml_op op)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_op_symbol`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_op_symbol: { library: "base", header: "ggml.h", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_op_symbol(enum wsp_ggml_op op)" },
+  wsp_ggml_op_symbol: { library: "base", header: "ggml.h", num: "wsp_num_ggml_op_symbol", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_op_symbol(enum wsp_ggml_op op)" },
   /**
    * C: `const char *wsp_ggml_unary_op_name(enum wsp_ggml_unary_op op)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_unary_op_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_unary_op_name: { library: "base", header: "ggml.h", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_unary_op_name(enum wsp_ggml_unary_op op)" },
+  wsp_ggml_unary_op_name: { library: "base", header: "ggml.h", num: "wsp_num_ggml_unary_op_name", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_unary_op_name(enum wsp_ggml_unary_op op)" },
   /**
    * C: `const char *wsp_ggml_glu_op_name(enum wsp_ggml_glu_op op)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_glu_op_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_glu_op_name: { library: "base", header: "ggml.h", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_glu_op_name(enum wsp_ggml_glu_op op)" },
+  wsp_ggml_glu_op_name: { library: "base", header: "ggml.h", num: "wsp_num_ggml_glu_op_name", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_glu_op_name(enum wsp_ggml_glu_op op)" },
   /**
    * C: `const char *wsp_ggml_op_desc(const struct wsp_ggml_tensor *t)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_op_desc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_op_desc: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_op_desc(const struct wsp_ggml_tensor *t)" },
+  wsp_ggml_op_desc: { library: "base", header: "ggml.h", num: "wsp_num_ggml_op_desc", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_op_desc(const struct wsp_ggml_tensor *t)" },
   /**
    * C: `size_t wsp_ggml_element_size(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_element_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_element_size: { library: "base", header: "ggml.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_element_size(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_element_size: { library: "base", header: "ggml.h", num: "wsp_num_ggml_element_size", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_element_size(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_quantized(enum wsp_ggml_type type)` (ggml.h, library `base`).
    */
@@ -2143,528 +2207,760 @@ export const functions = {
   wsp_ggml_ftype_to_wsp_ggml_type: { library: "base", header: "ggml.h", args: ["i32"], result: "i32", c: "enum wsp_ggml_type wsp_ggml_ftype_to_wsp_ggml_type(enum wsp_ggml_ftype ftype)" },
   /**
    * C: `_Bool wsp_ggml_is_transposed(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_transposed`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_transposed: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_transposed(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_transposed: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_transposed", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_transposed(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_permuted(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_permuted`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_permuted: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_permuted(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_permuted: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_permuted", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_permuted(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_empty(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_empty`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_empty: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_empty(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_empty: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_empty", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_empty(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_scalar(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_scalar`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_scalar: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_scalar(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_scalar: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_scalar", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_scalar(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_vector(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_vector`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_vector: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_vector(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_vector: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_vector", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_vector(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_matrix(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_matrix`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_matrix: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_matrix(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_matrix: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_matrix", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_matrix(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_3d(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_3d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_3d: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_3d(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_3d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_3d", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_3d(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `int wsp_ggml_n_dims(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_n_dims`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_n_dims: { library: "base", header: "ggml.h", args: ["pointer"], result: "i32", c: "int wsp_ggml_n_dims(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_n_dims: { library: "base", header: "ggml.h", num: "wsp_num_ggml_n_dims", args: ["pointer"], result: "i32", c: "int wsp_ggml_n_dims(const struct wsp_ggml_tensor *tensor)" },
   /**
    * returns whether the tensor elements can be iterated over with a flattened index (no gaps, no permutation)
    *
    * C: `_Bool wsp_ggml_is_contiguous(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_contiguous`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_contiguous: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_contiguous: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_contiguous", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_contiguous_0(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_contiguous_0`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_contiguous_0: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_0(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_contiguous_0: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_contiguous_0", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_0(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_contiguous_1(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_contiguous_1`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_contiguous_1: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_1(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_contiguous_1: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_contiguous_1", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_1(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_is_contiguous_2(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_contiguous_2`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_contiguous_2: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_2(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_contiguous_2: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_contiguous_2", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_2(const struct wsp_ggml_tensor *tensor)" },
   /**
    * returns whether the tensor elements are allocated as one contiguous block of memory (no gaps, but permutation ok)
    *
    * C: `_Bool wsp_ggml_is_contiguously_allocated(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_contiguously_allocated`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_contiguously_allocated: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguously_allocated(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_contiguously_allocated: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_contiguously_allocated", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguously_allocated(const struct wsp_ggml_tensor *tensor)" },
   /**
    * true for tensor that is stored in memory as CxWxHxN and has been permuted to WxHxCxN
    *
    * C: `_Bool wsp_ggml_is_contiguous_channels(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_contiguous_channels`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_contiguous_channels: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_channels(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_contiguous_channels: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_contiguous_channels", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_channels(const struct wsp_ggml_tensor *tensor)" },
   /**
    * true if the elements in dimension 0 are contiguous, or there is just 1 block of elements
    *
    * C: `_Bool wsp_ggml_is_contiguous_rows(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_is_contiguous_rows`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_is_contiguous_rows: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_rows(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_is_contiguous_rows: { library: "base", header: "ggml.h", num: "wsp_num_ggml_is_contiguous_rows", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_is_contiguous_rows(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_are_same_shape(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_are_same_shape`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_are_same_shape: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_are_same_shape(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)" },
+  wsp_ggml_are_same_shape: { library: "base", header: "ggml.h", num: "wsp_num_ggml_are_same_shape", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_are_same_shape(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)" },
   /**
    * C: `_Bool wsp_ggml_are_same_stride(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_are_same_stride`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_are_same_stride: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_are_same_stride(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)" },
+  wsp_ggml_are_same_stride: { library: "base", header: "ggml.h", num: "wsp_num_ggml_are_same_stride", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_are_same_stride(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)" },
   /**
    * C: `_Bool wsp_ggml_can_repeat(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_can_repeat`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_can_repeat: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_can_repeat(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)" },
+  wsp_ggml_can_repeat: { library: "base", header: "ggml.h", num: "wsp_num_ggml_can_repeat", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_can_repeat(const struct wsp_ggml_tensor *t0, const struct wsp_ggml_tensor *t1)" },
   /**
    * use this to compute the memory overhead of a tensor
    *
    * C: `size_t wsp_ggml_tensor_overhead(void)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_tensor_overhead`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_tensor_overhead: { library: "base", header: "ggml.h", args: [], result: "usize", c: "size_t wsp_ggml_tensor_overhead(void)" },
+  wsp_ggml_tensor_overhead: { library: "base", header: "ggml.h", num: "wsp_num_ggml_tensor_overhead", args: [], result: "usize", c: "size_t wsp_ggml_tensor_overhead(void)" },
   /**
    * C: `_Bool wsp_ggml_validate_row_data(enum wsp_ggml_type type, const void *data, size_t nbytes)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_validate_row_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_validate_row_data: { library: "base", header: "ggml.h", args: ["i32", "pointer", "usize"], result: "bool", c: "_Bool wsp_ggml_validate_row_data(enum wsp_ggml_type type, const void *data, size_t nbytes)" },
+  wsp_ggml_validate_row_data: { library: "base", header: "ggml.h", num: "wsp_num_ggml_validate_row_data", args: ["i32", "pointer", "usize"], result: "bool", c: "_Bool wsp_ggml_validate_row_data(enum wsp_ggml_type type, const void *data, size_t nbytes)" },
   /**
    * main
    *
    * C: `struct wsp_ggml_context *wsp_ggml_init(struct wsp_ggml_init_params params)` (ggml.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_init`: records by value are passed by pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_init: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_init", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_context *wsp_ggml_init(struct wsp_ggml_init_params params)" },
+  wsp_ggml_init: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_init", num: "wsp_num_ggml_init", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_context *wsp_ggml_init(struct wsp_ggml_init_params params)" },
   /**
    * C: `void wsp_ggml_reset(struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reset: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_reset(struct wsp_ggml_context *ctx)" },
+  wsp_ggml_reset: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reset", args: ["pointer"], result: "void", c: "void wsp_ggml_reset(struct wsp_ggml_context *ctx)" },
   /**
    * C: `void wsp_ggml_free(struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_free: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_free(struct wsp_ggml_context *ctx)" },
+  wsp_ggml_free: { library: "base", header: "ggml.h", num: "wsp_num_ggml_free", args: ["pointer"], result: "void", c: "void wsp_ggml_free(struct wsp_ggml_context *ctx)" },
   /**
    * C: `size_t wsp_ggml_used_mem(const struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_used_mem`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_used_mem: { library: "base", header: "ggml.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_used_mem(const struct wsp_ggml_context *ctx)" },
+  wsp_ggml_used_mem: { library: "base", header: "ggml.h", num: "wsp_num_ggml_used_mem", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_used_mem(const struct wsp_ggml_context *ctx)" },
   /**
    * C: `_Bool wsp_ggml_get_no_alloc(struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_no_alloc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_no_alloc: { library: "base", header: "ggml.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_get_no_alloc(struct wsp_ggml_context *ctx)" },
+  wsp_ggml_get_no_alloc: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_no_alloc", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_get_no_alloc(struct wsp_ggml_context *ctx)" },
   /**
    * C: `void wsp_ggml_set_no_alloc(struct wsp_ggml_context *ctx, _Bool no_alloc)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_no_alloc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_no_alloc: { library: "base", header: "ggml.h", args: ["pointer", "bool"], result: "void", c: "void wsp_ggml_set_no_alloc(struct wsp_ggml_context *ctx, _Bool no_alloc)" },
+  wsp_ggml_set_no_alloc: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_no_alloc", args: ["pointer", "bool"], result: "void", c: "void wsp_ggml_set_no_alloc(struct wsp_ggml_context *ctx, _Bool no_alloc)" },
   /**
    * C: `void *wsp_ggml_get_mem_buffer(const struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_mem_buffer`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_mem_buffer: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "void *wsp_ggml_get_mem_buffer(const struct wsp_ggml_context *ctx)" },
+  wsp_ggml_get_mem_buffer: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_mem_buffer", args: ["pointer"], result: "pointer", c: "void *wsp_ggml_get_mem_buffer(const struct wsp_ggml_context *ctx)" },
   /**
    * C: `size_t wsp_ggml_get_mem_size(const struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_mem_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_mem_size: { library: "base", header: "ggml.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_get_mem_size(const struct wsp_ggml_context *ctx)" },
+  wsp_ggml_get_mem_size: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_mem_size", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_get_mem_size(const struct wsp_ggml_context *ctx)" },
   /**
    * C: `size_t wsp_ggml_get_max_tensor_size(const struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_max_tensor_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_max_tensor_size: { library: "base", header: "ggml.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_get_max_tensor_size(const struct wsp_ggml_context *ctx)" },
+  wsp_ggml_get_max_tensor_size: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_max_tensor_size", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_get_max_tensor_size(const struct wsp_ggml_context *ctx)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int n_dims, const int64_t *ne)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_tensor: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int n_dims, const int64_t *ne)" },
+  wsp_ggml_new_tensor: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_tensor", args: ["pointer", "i32", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int n_dims, const int64_t *ne)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_1d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_tensor_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_tensor_1d: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_1d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0)" },
+  wsp_ggml_new_tensor_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_tensor_1d", args: ["pointer", "i32", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_1d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_2d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_tensor_2d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_tensor_2d: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_2d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1)" },
+  wsp_ggml_new_tensor_2d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_tensor_2d", args: ["pointer", "i32", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_2d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_3d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_tensor_3d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_tensor_3d: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_3d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2)" },
+  wsp_ggml_new_tensor_3d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_tensor_3d", args: ["pointer", "i32", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_3d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_tensor_4d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_tensor_4d: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
+  wsp_ggml_new_tensor_4d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_tensor_4d", args: ["pointer", "i32", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_tensor_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
   /**
    * C: `void *wsp_ggml_new_buffer(struct wsp_ggml_context *ctx, size_t nbytes)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_buffer`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_buffer: { library: "base", header: "ggml.h", args: ["pointer", "usize"], result: "pointer", c: "void *wsp_ggml_new_buffer(struct wsp_ggml_context *ctx, size_t nbytes)" },
+  wsp_ggml_new_buffer: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_buffer", args: ["pointer", "usize"], result: "pointer", c: "void *wsp_ggml_new_buffer(struct wsp_ggml_context *ctx, size_t nbytes)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup_tensor(struct wsp_ggml_context *ctx, const struct wsp_ggml_tensor *src)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_dup_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_dup_tensor: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_dup_tensor(struct wsp_ggml_context *ctx, const struct wsp_ggml_tensor *src)" },
+  wsp_ggml_dup_tensor: { library: "base", header: "ggml.h", num: "wsp_num_ggml_dup_tensor", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_dup_tensor(struct wsp_ggml_context *ctx, const struct wsp_ggml_tensor *src)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_tensor(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *src)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_view_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_view_tensor: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_tensor(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *src)" },
+  wsp_ggml_view_tensor: { library: "base", header: "ggml.h", num: "wsp_num_ggml_view_tensor", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_tensor(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *src)" },
   /**
    * Context tensor enumeration and lookup
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_first_tensor(const struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_first_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_first_tensor: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_first_tensor(const struct wsp_ggml_context *ctx)" },
+  wsp_ggml_get_first_tensor: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_first_tensor", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_first_tensor(const struct wsp_ggml_context *ctx)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_next_tensor(const struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_next_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_next_tensor: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_next_tensor(const struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_get_next_tensor: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_next_tensor", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_next_tensor(const struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_tensor(struct wsp_ggml_context *ctx, const char *name)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_tensor: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_tensor(struct wsp_ggml_context *ctx, const char *name)" },
+  wsp_ggml_get_tensor: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_tensor", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_tensor(struct wsp_ggml_context *ctx, const char *name)" },
   /**
    * Converts a flat index into coordinates
    *
    * C: `void wsp_ggml_unravel_index(const struct wsp_ggml_tensor *tensor, int64_t i, int64_t *i0, int64_t *i1, int64_t *i2, int64_t *i3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_unravel_index`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_unravel_index: { library: "base", header: "ggml.h", args: ["pointer", "i64", "pointer", "pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_unravel_index(const struct wsp_ggml_tensor *tensor, int64_t i, int64_t *i0, int64_t *i1, int64_t *i2, int64_t *i3)" },
+  wsp_ggml_unravel_index: { library: "base", header: "ggml.h", num: "wsp_num_ggml_unravel_index", args: ["pointer", "i64", "pointer", "pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_unravel_index(const struct wsp_ggml_tensor *tensor, int64_t i, int64_t *i0, int64_t *i1, int64_t *i2, int64_t *i3)" },
   /**
    * C: `enum wsp_ggml_unary_op wsp_ggml_get_unary_op(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_unary_op`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_unary_op: { library: "base", header: "ggml.h", args: ["pointer"], result: "i32", c: "enum wsp_ggml_unary_op wsp_ggml_get_unary_op(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_get_unary_op: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_unary_op", args: ["pointer"], result: "i32", c: "enum wsp_ggml_unary_op wsp_ggml_get_unary_op(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `enum wsp_ggml_glu_op wsp_ggml_get_glu_op(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_glu_op`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_glu_op: { library: "base", header: "ggml.h", args: ["pointer"], result: "i32", c: "enum wsp_ggml_glu_op wsp_ggml_get_glu_op(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_get_glu_op: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_glu_op", args: ["pointer"], result: "i32", c: "enum wsp_ggml_glu_op wsp_ggml_get_glu_op(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `void *wsp_ggml_get_data(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_data: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "void *wsp_ggml_get_data(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_get_data: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_data", args: ["pointer"], result: "pointer", c: "void *wsp_ggml_get_data(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `float *wsp_ggml_get_data_f32(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_data_f32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_data_f32: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "float *wsp_ggml_get_data_f32(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_get_data_f32: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_data_f32", args: ["pointer"], result: "pointer", c: "float *wsp_ggml_get_data_f32(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `const char *wsp_ggml_get_name(const struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_name: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_get_name(const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_get_name: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_name", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_get_name(const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_name(struct wsp_ggml_tensor *tensor, const char *name)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_name: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_name(struct wsp_ggml_tensor *tensor, const char *name)" },
+  wsp_ggml_set_name: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_name", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_name(struct wsp_ggml_tensor *tensor, const char *name)" },
   /**
    * Tensor flags
    *
    * C: `void wsp_ggml_set_input(struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_input`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_input: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_set_input(struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_set_input: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_input", args: ["pointer"], result: "void", c: "void wsp_ggml_set_input(struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `void wsp_ggml_set_output(struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_output`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_output: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_set_output(struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_set_output: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_output", args: ["pointer"], result: "void", c: "void wsp_ggml_set_output(struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `void wsp_ggml_set_param(struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_param`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_param: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_set_param(struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_set_param: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_param", args: ["pointer"], result: "void", c: "void wsp_ggml_set_param(struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `void wsp_ggml_set_loss(struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_loss`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_loss: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_set_loss(struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_set_loss: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_loss", args: ["pointer"], result: "void", c: "void wsp_ggml_set_loss(struct wsp_ggml_tensor *tensor)" },
   /**
    * operations on tensors with backpropagation
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_dup`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_dup: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_dup: { library: "base", header: "ggml.h", num: "wsp_num_ggml_dup", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_dup_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_dup_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_dup_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_dup_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_dup_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_dup_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_dup_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_add: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_add_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add_inplace", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_type type)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add_cast`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add_cast: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_type type)" },
+  wsp_ggml_add_cast: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add_cast", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_type type)" },
   /**
    * dst[i0, i1, i2] = a[i0, i1, i2] + b[i0, ids[i1, i2]]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add_id`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add_id: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)" },
+  wsp_ggml_add_id: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add_id", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add1`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add1: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_add1: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add1", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add1_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add1_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_add1_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add1_inplace", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * dst = a
    * view(dst, nb1, nb2, nb3, offset) += b
    * return dst
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_acc(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_acc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_acc: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_acc(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
+  wsp_ggml_acc: { library: "base", header: "ggml.h", num: "wsp_num_ggml_acc", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_acc(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_acc_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_acc_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_acc_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_acc_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
+  wsp_ggml_acc_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_acc_inplace", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_acc_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sub(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sub`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sub: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sub(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_sub: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sub", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sub(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sub_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sub_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sub_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sub_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_sub_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sub_inplace", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sub_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_mul`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_mul: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_mul: { library: "base", header: "ggml.h", num: "wsp_num_ggml_mul", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_mul_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_mul_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_mul_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_mul_inplace", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_div(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_div`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_div: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_div(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_div: { library: "base", header: "ggml.h", num: "wsp_num_ggml_div", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_div(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_div_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_div_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_div_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_div_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_div_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_div_inplace", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_div_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqr(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sqr`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sqr: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqr(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sqr: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sqr", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqr(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqr_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sqr_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sqr_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqr_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sqr_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sqr_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqr_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sqrt`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sqrt: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqrt(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sqrt: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sqrt", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqrt(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sqrt_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sqrt_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqrt_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sqrt_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sqrt_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sqrt_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_log(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_log`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_log: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_log(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_log: { library: "base", header: "ggml.h", num: "wsp_num_ggml_log", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_log(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_log_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_log_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_log_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_log_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_log_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_log_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_log_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sin(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sin`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sin: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sin(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sin: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sin", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sin(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sin_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sin_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sin_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sin_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sin_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sin_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sin_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cos`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cos: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_cos: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cos", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cos_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cos_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_cos_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cos_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * return scalar
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_sum(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sum`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sum: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sum(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sum: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sum", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sum(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * sums along rows, with input shape [a,b,c,d] return shape [1,b,c,d]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_sum_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sum_rows`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sum_rows: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sum_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sum_rows: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sum_rows", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sum_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * mean along rows
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_mean(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_mean`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_mean: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mean(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_mean: { library: "base", header: "ggml.h", num: "wsp_num_ggml_mean", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mean(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * argmax along rows
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_argmax(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_argmax`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_argmax: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_argmax(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_argmax: { library: "base", header: "ggml.h", num: "wsp_num_ggml_argmax", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_argmax(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * count number of equal elements in a and b
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_count_equal(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_count_equal`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_count_equal: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_count_equal(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_count_equal: { library: "base", header: "ggml.h", num: "wsp_num_ggml_count_equal", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_count_equal(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * if a is the same shape as b, and a is not parameter, return a
    * otherwise, return a new tensor: repeat(a) to fit in b
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_repeat`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_repeat: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_repeat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_repeat: { library: "base", header: "ggml.h", num: "wsp_num_ggml_repeat", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_repeat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * repeat a to the specified shape
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_repeat_4d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_repeat_4d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_repeat_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
+  wsp_ggml_repeat_4d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_repeat_4d", args: ["pointer", "pointer", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_repeat_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
   /**
    * sums repetitions in a into shape of b
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_repeat_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_repeat_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_repeat_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_repeat_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_repeat_back", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_repeat_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * concat a and b along dim
    * used in stable-diffusion
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_concat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int dim)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_concat`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_concat: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_concat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int dim)" },
+  wsp_ggml_concat: { library: "base", header: "ggml.h", num: "wsp_num_ggml_concat", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_concat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int dim)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_abs(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_abs`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_abs: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_abs(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_abs: { library: "base", header: "ggml.h", num: "wsp_num_ggml_abs", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_abs(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_abs_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_abs_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_abs_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_abs_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_abs_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_abs_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_abs_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sgn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sgn`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sgn: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sgn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sgn: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sgn", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sgn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sgn_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sgn_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sgn_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sgn_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sgn_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sgn_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sgn_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_neg(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_neg`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_neg: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_neg(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_neg: { library: "base", header: "ggml.h", num: "wsp_num_ggml_neg", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_neg(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_neg_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_neg_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_neg_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_neg_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_neg_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_neg_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_neg_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_step(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_step`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_step: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_step(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_step: { library: "base", header: "ggml.h", num: "wsp_num_ggml_step", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_step(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_step_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_step_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_step_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_step_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_step_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_step_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_step_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_tanh(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_tanh`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_tanh: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_tanh(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_tanh: { library: "base", header: "ggml.h", num: "wsp_num_ggml_tanh", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_tanh(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_tanh_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_tanh_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_tanh_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_tanh_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_tanh_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_tanh_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_tanh_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_elu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_elu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_elu: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_elu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_elu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_elu", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_elu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_elu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_elu_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_elu_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_elu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_elu_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_elu_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_elu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_relu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_relu: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_relu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_relu", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_leaky_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float negative_slope, _Bool inplace)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_leaky_relu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_leaky_relu: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_leaky_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float negative_slope, _Bool inplace)" },
+  wsp_ggml_leaky_relu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_leaky_relu", args: ["pointer", "pointer", "f32", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_leaky_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float negative_slope, _Bool inplace)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_relu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_relu_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_relu_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_relu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_relu_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_relu_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_relu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sigmoid`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sigmoid: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sigmoid: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sigmoid", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_sigmoid_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_sigmoid_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sigmoid_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_sigmoid_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_sigmoid_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_sigmoid_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gelu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gelu: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_gelu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_gelu", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gelu_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gelu_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_gelu_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_gelu_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * GELU using erf (error function) when possible
    * some backends may fallback to approximation based on Abramowitz and Stegun formula
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gelu_erf`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gelu_erf: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_gelu_erf: { library: "base", header: "ggml.h", num: "wsp_num_ggml_gelu_erf", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gelu_erf_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gelu_erf_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_erf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_gelu_erf_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_gelu_erf_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_erf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gelu_quick`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gelu_quick: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_gelu_quick: { library: "base", header: "ggml.h", num: "wsp_num_ggml_gelu_quick", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gelu_quick_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gelu_quick_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_quick_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_gelu_quick_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_gelu_quick_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gelu_quick_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_silu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_silu: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_silu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_silu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_silu", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_silu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_silu_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_silu_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_silu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_silu_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_silu_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_silu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * a - x
    * b - dy
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_silu_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_silu_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_silu_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_silu_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_silu_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_silu_back", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_silu_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * hardswish(x) = x * relu6(x + 3) / 6
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_hardswish(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_hardswish`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_hardswish: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_hardswish(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_hardswish: { library: "base", header: "ggml.h", num: "wsp_num_ggml_hardswish", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_hardswish(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * hardsigmoid(x) = relu6(x + 3) / 6
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_hardsigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_hardsigmoid`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_hardsigmoid: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_hardsigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_hardsigmoid: { library: "base", header: "ggml.h", num: "wsp_num_ggml_hardsigmoid", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_hardsigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_exp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_exp`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_exp: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_exp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_exp: { library: "base", header: "ggml.h", num: "wsp_num_ggml_exp", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_exp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_exp_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_exp_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_exp_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_exp_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_exp_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_exp_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_exp_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * gated linear unit ops
    * A: n columns, r rows,
@@ -2672,302 +2968,420 @@ export const functions = {
    * expects gate in second half of row, unless swapped is true
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_glu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_glu_op op, _Bool swapped)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_glu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_glu: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_glu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_glu_op op, _Bool swapped)" },
+  wsp_ggml_glu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_glu", args: ["pointer", "pointer", "i32", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_glu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_glu_op op, _Bool swapped)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reglu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reglu: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_reglu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reglu", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reglu_swapped`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reglu_swapped: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_reglu_swapped: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reglu_swapped", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_geglu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_swapped`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_swapped: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_geglu_swapped: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_swapped", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_swiglu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_swiglu: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_swiglu: { library: "base", header: "ggml.h", num: "wsp_num_ggml_swiglu", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_swiglu_swapped`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_swiglu_swapped: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_swiglu_swapped: { library: "base", header: "ggml.h", num: "wsp_num_ggml_swiglu_swapped", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_erf`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_erf: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_geglu_erf: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_erf", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_erf_swapped`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_erf_swapped: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_erf_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_geglu_erf_swapped: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_erf_swapped", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_erf_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_quick`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_quick: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_geglu_quick: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_quick", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_quick_swapped`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_quick_swapped: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_quick_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_geglu_quick_swapped: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_quick_swapped", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_quick_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * A: n columns, r rows,
    * B: n columns, r rows,
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_glu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_glu_op op)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_glu_split`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_glu_split: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_glu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_glu_op op)" },
+  wsp_ggml_glu_split: { library: "base", header: "ggml.h", num: "wsp_num_ggml_glu_split", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_glu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_glu_op op)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reglu_split`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reglu_split: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_reglu_split: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reglu_split", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_split`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_split: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_geglu_split: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_split", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_swiglu_split`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_swiglu_split: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_swiglu_split: { library: "base", header: "ggml.h", num: "wsp_num_ggml_swiglu_split", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_erf_split`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_erf_split: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_erf_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_geglu_erf_split: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_erf_split", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_erf_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_geglu_quick_split`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_geglu_quick_split: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_quick_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_geglu_quick_split: { library: "base", header: "ggml.h", num: "wsp_num_ggml_geglu_quick_split", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_geglu_quick_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_oai(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float alpha, float limit)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_swiglu_oai`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_swiglu_oai: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu_oai(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float alpha, float limit)" },
+  wsp_ggml_swiglu_oai: { library: "base", header: "ggml.h", num: "wsp_num_ggml_swiglu_oai", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_swiglu_oai(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float alpha, float limit)" },
   /**
    * normalize along rows
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_norm`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_norm: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
+  wsp_ggml_norm: { library: "base", header: "ggml.h", num: "wsp_num_ggml_norm", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_norm_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_norm_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
+  wsp_ggml_norm_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_norm_inplace", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rms_norm`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rms_norm: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rms_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
+  wsp_ggml_rms_norm: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rms_norm", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rms_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rms_norm_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rms_norm_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rms_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
+  wsp_ggml_rms_norm_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rms_norm_inplace", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rms_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
   /**
    * group normalize along ne0*ne1*n_groups
    * used in stable-diffusion
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_group_norm`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_group_norm: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_group_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)" },
+  wsp_ggml_group_norm: { library: "base", header: "ggml.h", num: "wsp_num_ggml_group_norm", args: ["pointer", "pointer", "i32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_group_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_group_norm_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_group_norm_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_group_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)" },
+  wsp_ggml_group_norm_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_group_norm_inplace", args: ["pointer", "pointer", "i32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_group_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)" },
   /**
    * l2 normalize along rows
    * used in rwkv v7
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_l2_norm`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_l2_norm: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_l2_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
+  wsp_ggml_l2_norm: { library: "base", header: "ggml.h", num: "wsp_num_ggml_l2_norm", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_l2_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_l2_norm_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_l2_norm_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_l2_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
+  wsp_ggml_l2_norm_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_l2_norm_inplace", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_l2_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)" },
   /**
    * a - x
    * b - dy
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float eps)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rms_norm_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rms_norm_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rms_norm_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float eps)" },
+  wsp_ggml_rms_norm_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rms_norm_back", args: ["pointer", "pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rms_norm_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float eps)" },
   /**
    * A: k columns, n rows => [ne03, ne02, n, k]
    * B: k columns, m rows  (i.e. we transpose it internally) => [ne03 * x, ne02 * y, m, k]
    * result is n columns, m rows => [ne03 * x, ne02 * y, m, n]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_mul_mat`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_mul_mat: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul_mat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_mul_mat: { library: "base", header: "ggml.h", num: "wsp_num_ggml_mul_mat", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul_mat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * change the precision of a matrix multiplication
    * set to WSP_GGML_PREC_F32 for higher precision (useful for phi-2)
    *
    * C: `void wsp_ggml_mul_mat_set_prec(struct wsp_ggml_tensor *a, enum wsp_ggml_prec prec)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_mul_mat_set_prec`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_mul_mat_set_prec: { library: "base", header: "ggml.h", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_mul_mat_set_prec(struct wsp_ggml_tensor *a, enum wsp_ggml_prec prec)" },
+  wsp_ggml_mul_mat_set_prec: { library: "base", header: "ggml.h", num: "wsp_num_ggml_mul_mat_set_prec", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_mul_mat_set_prec(struct wsp_ggml_tensor *a, enum wsp_ggml_prec prec)" },
   /**
    * indirect matrix multiplication
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *as, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_mul_mat_id`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_mul_mat_id: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul_mat_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *as, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)" },
+  wsp_ggml_mul_mat_id: { library: "base", header: "ggml.h", num: "wsp_num_ggml_mul_mat_id", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_mul_mat_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *as, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)" },
   /**
    * A: m columns, n rows,
    * B: p columns, n rows,
    * result is m columns, p rows
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_out_prod(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_out_prod`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_out_prod: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_out_prod(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_out_prod: { library: "base", header: "ggml.h", num: "wsp_num_ggml_out_prod", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_out_prod(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * operations on tensors without backpropagation
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_scale`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_scale: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)" },
+  wsp_ggml_scale: { library: "base", header: "ggml.h", num: "wsp_num_ggml_scale", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_scale_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_scale_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)" },
+  wsp_ggml_scale_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_scale_inplace", args: ["pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)" },
   /**
    * x = s * a + b
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_scale_bias`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_scale_bias: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale_bias(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)" },
+  wsp_ggml_scale_bias: { library: "base", header: "ggml.h", num: "wsp_num_ggml_scale_bias", args: ["pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale_bias(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_scale_bias_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_scale_bias_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale_bias_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)" },
+  wsp_ggml_scale_bias_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_scale_bias_inplace", args: ["pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_scale_bias_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)" },
   /**
    * b -> view(a,offset,nb1,nb2,3), return modified a
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_set(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
+  wsp_ggml_set: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
   /**
    * b -> view(a,offset,nb1,nb2,3), return view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
+  wsp_ggml_set_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_inplace", args: ["pointer", "pointer", "pointer", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)" },
+  wsp_ggml_set_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_1d", args: ["pointer", "pointer", "pointer", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_1d_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_1d_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_1d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)" },
+  wsp_ggml_set_1d_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_1d_inplace", args: ["pointer", "pointer", "pointer", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_1d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)" },
   /**
    * b -> view(a,offset,nb1,nb2,3), return modified a
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_2d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_2d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)" },
+  wsp_ggml_set_2d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_2d", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)" },
   /**
    * b -> view(a,offset,nb1,nb2,3), return view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_2d_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_2d_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_2d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)" },
+  wsp_ggml_set_2d_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_2d_inplace", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_2d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)" },
   /**
    * a -> b, return view(b)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_cpy(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cpy`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cpy: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cpy(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_cpy: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cpy", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cpy(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * note: casting from f32 to i32 will discard the fractional part
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_type type)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cast`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cast: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_type type)" },
+  wsp_ggml_cast: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cast", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_type type)" },
   /**
    * make contiguous
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cont`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cont: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_cont: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cont", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * make contiguous, with new shape
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cont_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cont_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)" },
+  wsp_ggml_cont_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cont_1d", args: ["pointer", "pointer", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cont_2d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cont_2d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)" },
+  wsp_ggml_cont_2d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cont_2d", args: ["pointer", "pointer", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cont_3d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cont_3d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)" },
+  wsp_ggml_cont_3d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cont_3d", args: ["pointer", "pointer", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cont_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cont_4d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cont_4d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
+  wsp_ggml_cont_4d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cont_4d", args: ["pointer", "pointer", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cont_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
   /**
    * return view(a), b specifies the new shape
    * TODO: when we start computing gradient, make a copy instead of view
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reshape`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reshape: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_reshape: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reshape", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * return view(a)
    * TODO: when we start computing gradient, make a copy instead of view
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reshape_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reshape_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)" },
+  wsp_ggml_reshape_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reshape_1d", args: ["pointer", "pointer", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reshape_2d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reshape_2d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)" },
+  wsp_ggml_reshape_2d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reshape_2d", args: ["pointer", "pointer", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)" },
   /**
    * return view(a)
    * TODO: when we start computing gradient, make a copy instead of view
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reshape_3d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reshape_3d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)" },
+  wsp_ggml_reshape_3d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reshape_3d", args: ["pointer", "pointer", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_reshape_4d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_reshape_4d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
+  wsp_ggml_reshape_4d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_reshape_4d", args: ["pointer", "pointer", "i64", "i64", "i64", "i64"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_reshape_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)" },
   /**
    * offset in bytes
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_view_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_view_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, size_t offset)" },
+  wsp_ggml_view_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_view_1d", args: ["pointer", "pointer", "i64", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_view_2d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_view_2d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset)" },
+  wsp_ggml_view_2d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_view_2d", args: ["pointer", "pointer", "i64", "i64", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_view_3d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_view_3d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset)" },
+  wsp_ggml_view_3d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_view_3d", args: ["pointer", "pointer", "i64", "i64", "i64", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_view_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_view_4d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_view_4d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64", "i64", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
+  wsp_ggml_view_4d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_view_4d", args: ["pointer", "pointer", "i64", "i64", "i64", "i64", "usize", "usize", "usize", "usize"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_view_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_permute(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int axis0, int axis1, int axis2, int axis3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_permute`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_permute: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_permute(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int axis0, int axis1, int axis2, int axis3)" },
+  wsp_ggml_permute: { library: "base", header: "ggml.h", num: "wsp_num_ggml_permute", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_permute(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int axis0, int axis1, int axis2, int axis3)" },
   /**
    * alias for wsp_ggml_permute(ctx, a, 1, 0, 2, 3)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_transpose(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_transpose`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_transpose: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_transpose(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_transpose: { library: "base", header: "ggml.h", num: "wsp_num_ggml_transpose", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_transpose(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * supports 4D a:
    * a     [n_embd, ne1, ne2, ne3]
@@ -2976,12 +3390,16 @@ export const functions = {
    * return [n_embd, n_rows, ne2, ne3]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_rows`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_rows: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_get_rows: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_rows", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_rows_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_rows_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_rows_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)" },
+  wsp_ggml_get_rows_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_rows_back", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_rows_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)" },
   /**
    * a TD  [n_embd, ne1,    ne2,    ne3]
    * b TS  [n_embd, n_rows, ne02,   ne03] | ne02 == ne2, ne03 == ne3
@@ -2996,46 +3414,62 @@ export const functions = {
    * return view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_rows`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_rows: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)" },
+  wsp_ggml_set_rows: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_rows", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_diag`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_diag: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_diag: { library: "base", header: "ggml.h", num: "wsp_num_ggml_diag", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * set elements above the diagonal to -INF
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_diag_mask_inf`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_diag_mask_inf: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
+  wsp_ggml_diag_mask_inf: { library: "base", header: "ggml.h", num: "wsp_num_ggml_diag_mask_inf", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_diag_mask_inf_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_diag_mask_inf_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
+  wsp_ggml_diag_mask_inf_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_diag_mask_inf_inplace", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
   /**
    * set elements above the diagonal to 0
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_diag_mask_zero`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_diag_mask_zero: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
+  wsp_ggml_diag_mask_zero: { library: "base", header: "ggml.h", num: "wsp_num_ggml_diag_mask_zero", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_diag_mask_zero_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_diag_mask_zero_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
+  wsp_ggml_diag_mask_zero_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_diag_mask_zero_inplace", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_soft_max`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_soft_max: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_soft_max: { library: "base", header: "ggml.h", num: "wsp_num_ggml_soft_max", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_soft_max_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_soft_max_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
+  wsp_ggml_soft_max_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_soft_max_inplace", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)" },
   /**
    * a    [ne0, ne01, ne02, ne03]
    * mask [ne0, ne11, ne12, ne13] | ne11 >= ne01, F16 or F32, optional
@@ -3048,22 +3482,30 @@ export const functions = {
    * max_bias = 0.0f for no ALiBi
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *mask, float scale, float max_bias)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_soft_max_ext`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_soft_max_ext: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *mask, float scale, float max_bias)" },
+  wsp_ggml_soft_max_ext: { library: "base", header: "ggml.h", num: "wsp_num_ggml_soft_max_ext", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *mask, float scale, float max_bias)" },
   /**
    * C: `void wsp_ggml_soft_max_add_sinks(struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *sinks)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_soft_max_add_sinks`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_soft_max_add_sinks: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_soft_max_add_sinks(struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *sinks)" },
+  wsp_ggml_soft_max_add_sinks: { library: "base", header: "ggml.h", num: "wsp_num_ggml_soft_max_add_sinks", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_soft_max_add_sinks(struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *sinks)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_soft_max_ext_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_soft_max_ext_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)" },
+  wsp_ggml_soft_max_ext_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_soft_max_ext_back", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_soft_max_ext_back_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_soft_max_ext_back_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)" },
+  wsp_ggml_soft_max_ext_back_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_soft_max_ext_back_inplace", args: ["pointer", "pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)" },
   /**
    * rotary position embedding
    * if (mode & 1) - skip n_past elements (NOT SUPPORTED)
@@ -3072,124 +3514,168 @@ export const functions = {
    * b is an int32 vector with size a->ne[2], it contains the positions
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)" },
+  wsp_ggml_rope: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)" },
+  wsp_ggml_rope_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_inplace", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)" },
   /**
    * custom RoPE
    * c is freq factors (e.g. phi3-128k), (optional)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_ext`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_ext: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  wsp_ggml_rope_ext: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_ext", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_multi`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_multi: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "i32", "pointer", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_multi(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  wsp_ggml_rope_multi: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_multi", args: ["pointer", "pointer", "pointer", "pointer", "i32", "pointer", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_multi(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
   /**
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_ext_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_ext_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_ext_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  wsp_ggml_rope_ext_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_ext_inplace", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_ext_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_multi_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_multi_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "i32", "pointer", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_multi_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  wsp_ggml_rope_multi_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_multi_inplace", args: ["pointer", "pointer", "pointer", "pointer", "i32", "pointer", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_multi_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_custom(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
    *
-   * @deprecated (WSP_GGML_DEPRECATED in the header)
-   */
-  wsp_ggml_rope_custom: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_custom(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   * Deno and Bun call it through `wsp_num_ggml_rope_custom`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    *
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
-  wsp_ggml_rope_custom_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  wsp_ggml_rope_custom: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_custom", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_custom(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  /**
+   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_custom_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
+   *
+   * @deprecated (WSP_GGML_DEPRECATED in the header)
+   */
+  wsp_ggml_rope_custom_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_custom_inplace", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
   /**
    * compute correction dims for YaRN RoPE scaling
    *
    * C: `void wsp_ggml_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float dims[2])` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_yarn_corr_dims`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_yarn_corr_dims: { library: "base", header: "ggml.h", args: ["i32", "i32", "f32", "f32", "f32", "pointer"], result: "void", c: "void wsp_ggml_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float dims[2])" },
+  wsp_ggml_rope_yarn_corr_dims: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_yarn_corr_dims", args: ["i32", "i32", "f32", "f32", "f32", "pointer"], result: "void", c: "void wsp_ggml_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float dims[2])" },
   /**
    * rotary position embedding backward, i.e compute dx from dy
    * a - dy
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_ext_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_ext_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  wsp_ggml_rope_ext_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_ext_back", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rope_multi_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rope_multi_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "i32", "pointer", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_multi_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
+  wsp_ggml_rope_multi_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rope_multi_back", args: ["pointer", "pointer", "pointer", "pointer", "i32", "pointer", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rope_multi_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int sections[4], int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)" },
   /**
    * clamp
    * in-place, returns view(a)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_clamp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float min, float max)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_clamp`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_clamp: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_clamp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float min, float max)" },
+  wsp_ggml_clamp: { library: "base", header: "ggml.h", num: "wsp_num_ggml_clamp", args: ["pointer", "pointer", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_clamp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float min, float max)" },
   /**
    * im2col
    * converts data into a format that effectively results in a convolution when combined with matrix multiplication
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D, enum wsp_ggml_type dst_type)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_im2col`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_im2col: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "bool", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_im2col(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D, enum wsp_ggml_type dst_type)" },
+  wsp_ggml_im2col: { library: "base", header: "ggml.h", num: "wsp_num_ggml_im2col", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "bool", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_im2col(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D, enum wsp_ggml_type dst_type)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t *ne, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_im2col_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_im2col_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_im2col_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t *ne, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D)" },
+  wsp_ggml_im2col_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_im2col_back", args: ["pointer", "pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_im2col_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t *ne, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)" },
+  wsp_ggml_conv_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_1d", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)" },
   /**
    * conv_1d with padding = half
    * alias for wsp_ggml_conv_1d(a, b, s, a->ne[0]/2, d)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s, int d)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_1d_ph`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_1d_ph: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s, int d)" },
+  wsp_ggml_conv_1d_ph: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_1d_ph", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s, int d)" },
   /**
    * depthwise
    * TODO: this is very likely wrong for some cases! - needs more testing
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_1d_dw`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_1d_dw: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)" },
+  wsp_ggml_conv_1d_dw: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_1d_dw", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int d0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_1d_dw_ph`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_1d_dw_ph: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int d0)" },
+  wsp_ggml_conv_1d_dw_ph: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_1d_dw_ph", args: ["pointer", "pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int d0)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_transpose_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_transpose_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_transpose_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)" },
+  wsp_ggml_conv_transpose_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_transpose_1d", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_transpose_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_2d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_2d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)" },
+  wsp_ggml_conv_2d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_2d", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, enum wsp_ggml_type dst_type)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_im2col_3d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_im2col_3d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_im2col_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, enum wsp_ggml_type dst_type)" },
+  wsp_ggml_im2col_3d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_im2col_3d", args: ["pointer", "pointer", "pointer", "i64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_im2col_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, enum wsp_ggml_type dst_type)" },
   /**
    * a: [OC*IC, KD, KH, KW]
    * b: [N*IC, ID, IH, IW]
    * result: [N*OC, OD, OH, OW]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_3d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_3d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2)" },
+  wsp_ggml_conv_3d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_3d", args: ["pointer", "pointer", "pointer", "i64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2)" },
   /**
    * kernel size is a->ne[0] x a->ne[1]
    * stride is equal to kernel size
@@ -3201,8 +3687,10 @@ export const functions = {
    * used in sam
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_sk_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_2d_sk_p0`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_2d_sk_p0: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_sk_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_conv_2d_sk_p0: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_2d_sk_p0", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_sk_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * kernel size is a->ne[0] x a->ne[1]
    * stride is 1
@@ -3214,14 +3702,18 @@ export const functions = {
    * used in sam
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_s1_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_2d_s1_ph`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_2d_s1_ph: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_s1_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_conv_2d_s1_ph: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_2d_s1_ph", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_s1_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * depthwise (via im2col and mul_mat)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_2d_dw`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_2d_dw: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)" },
+  wsp_ggml_conv_2d_dw: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_2d_dw", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)" },
   /**
    * Depthwise 2D convolution
    * may be faster than wsp_ggml_conv_2d_dw, but not available in all backends
@@ -3230,100 +3722,136 @@ export const functions = {
    * res: W_out H_out C    N
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride0, int stride1, int pad0, int pad1, int dilation0, int dilation1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_2d_dw_direct`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_2d_dw_direct: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride0, int stride1, int pad0, int pad1, int dilation0, int dilation1)" },
+  wsp_ggml_conv_2d_dw_direct: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_2d_dw_direct", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride0, int stride1, int pad0, int pad1, int dilation0, int dilation1)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_2d_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_transpose_2d_p0`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_transpose_2d_p0: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_transpose_2d_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride)" },
+  wsp_ggml_conv_transpose_2d_p0: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_transpose_2d_p0", args: ["pointer", "pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_transpose_2d_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_2d_direct`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_2d_direct: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)" },
+  wsp_ggml_conv_2d_direct: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_2d_direct", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_2d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, int n_channels, int n_batch, int n_channels_out)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_conv_3d_direct`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_conv_3d_direct: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_3d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, int n_channels, int n_batch, int n_channels_out)" },
+  wsp_ggml_conv_3d_direct: { library: "base", header: "ggml.h", num: "wsp_num_ggml_conv_3d_direct", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_conv_3d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, int n_channels, int n_batch, int n_channels_out)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int s0, int p0)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_pool_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_pool_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pool_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int s0, int p0)" },
+  wsp_ggml_pool_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_pool_1d", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pool_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int s0, int p0)" },
   /**
    * the result will have 2*p0 padding for the first dimension
    * and 2*p1 padding for the second dimension
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_pool_2d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_pool_2d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pool_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)" },
+  wsp_ggml_pool_2d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_pool_2d", args: ["pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pool_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *af, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_pool_2d_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_pool_2d_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pool_2d_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *af, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)" },
+  wsp_ggml_pool_2d_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_pool_2d_back", args: ["pointer", "pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pool_2d_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *af, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)" },
   /**
    * interpolate
    * multiplies ne0 and ne1 by scale factor
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_upscale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int scale_factor, enum wsp_ggml_scale_mode mode)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_upscale`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_upscale: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_upscale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int scale_factor, enum wsp_ggml_scale_mode mode)" },
+  wsp_ggml_upscale: { library: "base", header: "ggml.h", num: "wsp_num_ggml_upscale", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_upscale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int scale_factor, enum wsp_ggml_scale_mode mode)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_upscale_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int ne0, int ne1, int ne2, int ne3, enum wsp_ggml_scale_mode mode)` (ggml.h, library `base`).
    *
+   * Deno and Bun call it through `wsp_num_ggml_upscale_ext`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
+   *
    * @deprecated (WSP_GGML_DEPRECATED in the header)
    */
-  wsp_ggml_upscale_ext: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_upscale_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int ne0, int ne1, int ne2, int ne3, enum wsp_ggml_scale_mode mode)" },
+  wsp_ggml_upscale_ext: { library: "base", header: "ggml.h", num: "wsp_num_ggml_upscale_ext", args: ["pointer", "pointer", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_upscale_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int ne0, int ne1, int ne2, int ne3, enum wsp_ggml_scale_mode mode)" },
   /**
    * Up- or downsamples the input to the specified size.
    * 2D scale modes (eg. bilinear) are applied to the first two dimensions.
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_interpolate(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint32_t mode)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_interpolate`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_interpolate: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i64", "i64", "i64", "i64", "u32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_interpolate(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint32_t mode)" },
+  wsp_ggml_interpolate: { library: "base", header: "ggml.h", num: "wsp_num_ggml_interpolate", args: ["pointer", "pointer", "i64", "i64", "i64", "i64", "u32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_interpolate(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint32_t mode)" },
   /**
    * pad each dimension with zeros: [x, ..., x] -> [x, ..., x, 0, ..., 0]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1, int p2, int p3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_pad`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_pad: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pad(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1, int p2, int p3)" },
+  wsp_ggml_pad: { library: "base", header: "ggml.h", num: "wsp_num_ggml_pad", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pad(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1, int p2, int p3)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int lp0, int rp0, int lp1, int rp1, int lp2, int rp2, int lp3, int rp3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_pad_ext`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_pad_ext: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pad_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int lp0, int rp0, int lp1, int rp1, int lp2, int rp2, int lp3, int rp3)" },
+  wsp_ggml_pad_ext: { library: "base", header: "ggml.h", num: "wsp_num_ggml_pad_ext", args: ["pointer", "pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pad_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int lp0, int rp0, int lp1, int rp1, int lp2, int rp2, int lp3, int rp3)" },
   /**
    * pad each dimension with reflection: [a, b, c, d] -> [b, a, b, c, d, c]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_pad_reflect_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_pad_reflect_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_pad_reflect_1d: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pad_reflect_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1)" },
+  wsp_ggml_pad_reflect_1d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_pad_reflect_1d", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_pad_reflect_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1)" },
   /**
    * Move tensor elements by an offset given for each dimension. Elements that
    * are shifted beyond the last position are wrapped around to the beginning.
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_roll(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int shift0, int shift1, int shift2, int shift3)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_roll`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_roll: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_roll(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int shift0, int shift1, int shift2, int shift3)" },
+  wsp_ggml_roll: { library: "base", header: "ggml.h", num: "wsp_num_ggml_roll", args: ["pointer", "pointer", "i32", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_roll(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int shift0, int shift1, int shift2, int shift3)" },
   /**
    * Ref: https://github.com/CompVis/stable-diffusion/blob/main/ldm/modules/diffusionmodules/util.py#L151
    * timesteps: [N,]
    * return: [N, dim]
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_timestep_embedding(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *timesteps, int dim, int max_period)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_timestep_embedding`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_timestep_embedding: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_timestep_embedding(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *timesteps, int dim, int max_period)" },
+  wsp_ggml_timestep_embedding: { library: "base", header: "ggml.h", num: "wsp_num_ggml_timestep_embedding", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_timestep_embedding(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *timesteps, int dim, int max_period)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_argsort(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_sort_order order)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_argsort`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_argsort: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_argsort(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_sort_order order)" },
+  wsp_ggml_argsort: { library: "base", header: "ggml.h", num: "wsp_num_ggml_argsort", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_argsort(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_sort_order order)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_arange(struct wsp_ggml_context *ctx, float start, float stop, float step)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_arange`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_arange: { library: "base", header: "ggml.h", args: ["pointer", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_arange(struct wsp_ggml_context *ctx, float start, float stop, float step)" },
+  wsp_ggml_arange: { library: "base", header: "ggml.h", num: "wsp_num_ggml_arange", args: ["pointer", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_arange(struct wsp_ggml_context *ctx, float start, float stop, float step)" },
   /**
    * top k elements per row
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_top_k(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int k)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_top_k`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_top_k: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_top_k(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int k)" },
+  wsp_ggml_top_k: { library: "base", header: "ggml.h", num: "wsp_num_ggml_top_k", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_top_k(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int k)" },
   /**
    * q:    [n_embd_k, n_batch,     n_head,    ne3 ]
    * k:    [n_embd_k, n_kv,        n_head_kv, ne3 ]
@@ -3337,34 +3865,48 @@ export const functions = {
    *   ne3    % ne33      == 0
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *mask, float scale, float max_bias, float logit_softcap)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_flash_attn_ext`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_flash_attn_ext: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_flash_attn_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *mask, float scale, float max_bias, float logit_softcap)" },
+  wsp_ggml_flash_attn_ext: { library: "base", header: "ggml.h", num: "wsp_num_ggml_flash_attn_ext", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "f32", "f32", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_flash_attn_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *mask, float scale, float max_bias, float logit_softcap)" },
   /**
    * C: `void wsp_ggml_flash_attn_ext_set_prec(struct wsp_ggml_tensor *a, enum wsp_ggml_prec prec)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_flash_attn_ext_set_prec`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_flash_attn_ext_set_prec: { library: "base", header: "ggml.h", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_flash_attn_ext_set_prec(struct wsp_ggml_tensor *a, enum wsp_ggml_prec prec)" },
+  wsp_ggml_flash_attn_ext_set_prec: { library: "base", header: "ggml.h", num: "wsp_num_ggml_flash_attn_ext_set_prec", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_flash_attn_ext_set_prec(struct wsp_ggml_tensor *a, enum wsp_ggml_prec prec)" },
   /**
    * C: `enum wsp_ggml_prec wsp_ggml_flash_attn_ext_get_prec(const struct wsp_ggml_tensor *a)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_flash_attn_ext_get_prec`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_flash_attn_ext_get_prec: { library: "base", header: "ggml.h", args: ["pointer"], result: "i32", c: "enum wsp_ggml_prec wsp_ggml_flash_attn_ext_get_prec(const struct wsp_ggml_tensor *a)" },
+  wsp_ggml_flash_attn_ext_get_prec: { library: "base", header: "ggml.h", num: "wsp_num_ggml_flash_attn_ext_get_prec", args: ["pointer"], result: "i32", c: "enum wsp_ggml_prec wsp_ggml_flash_attn_ext_get_prec(const struct wsp_ggml_tensor *a)" },
   /**
    * C: `void wsp_ggml_flash_attn_ext_add_sinks(struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *sinks)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_flash_attn_ext_add_sinks`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_flash_attn_ext_add_sinks: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_flash_attn_ext_add_sinks(struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *sinks)" },
+  wsp_ggml_flash_attn_ext_add_sinks: { library: "base", header: "ggml.h", num: "wsp_num_ggml_flash_attn_ext_add_sinks", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_flash_attn_ext_add_sinks(struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *sinks)" },
   /**
    * TODO: needs to be adapted to wsp_ggml_flash_attn_ext
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *d, _Bool masked)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_flash_attn_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_flash_attn_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_flash_attn_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *d, _Bool masked)" },
+  wsp_ggml_flash_attn_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_flash_attn_back", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "bool"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_flash_attn_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *d, _Bool masked)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_conv(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *sx, struct wsp_ggml_tensor *c)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_ssm_conv`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_ssm_conv: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_ssm_conv(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *sx, struct wsp_ggml_tensor *c)" },
+  wsp_ggml_ssm_conv: { library: "base", header: "ggml.h", num: "wsp_num_ggml_ssm_conv", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_ssm_conv(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *sx, struct wsp_ggml_tensor *c)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_scan(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *s, struct wsp_ggml_tensor *x, struct wsp_ggml_tensor *dt, struct wsp_ggml_tensor *A, struct wsp_ggml_tensor *B, struct wsp_ggml_tensor *C, struct wsp_ggml_tensor *ids)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_ssm_scan`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_ssm_scan: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_ssm_scan(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *s, struct wsp_ggml_tensor *x, struct wsp_ggml_tensor *dt, struct wsp_ggml_tensor *A, struct wsp_ggml_tensor *B, struct wsp_ggml_tensor *C, struct wsp_ggml_tensor *ids)" },
+  wsp_ggml_ssm_scan: { library: "base", header: "ggml.h", num: "wsp_num_ggml_ssm_scan", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_ssm_scan(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *s, struct wsp_ggml_tensor *x, struct wsp_ggml_tensor *dt, struct wsp_ggml_tensor *A, struct wsp_ggml_tensor *B, struct wsp_ggml_tensor *C, struct wsp_ggml_tensor *ids)" },
   /**
    * partition into non-overlapping windows with padding if needed
    * example:
@@ -3374,208 +3916,296 @@ export const functions = {
    * used in sam
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_win_part(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_win_part`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_win_part: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_win_part(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w)" },
+  wsp_ggml_win_part: { library: "base", header: "ggml.h", num: "wsp_num_ggml_win_part", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_win_part(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w)" },
   /**
    * reverse of wsp_ggml_win_part
    * used in sam
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_win_unpart(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w0, int h0, int w)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_win_unpart`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_win_unpart: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_win_unpart(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w0, int h0, int w)" },
+  wsp_ggml_win_unpart: { library: "base", header: "ggml.h", num: "wsp_num_ggml_win_unpart", args: ["pointer", "pointer", "i32", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_win_unpart(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w0, int h0, int w)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_unary(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_unary`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_unary: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_unary(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)" },
+  wsp_ggml_unary: { library: "base", header: "ggml.h", num: "wsp_num_ggml_unary", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_unary(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_unary_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_unary_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_unary_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_unary_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)" },
+  wsp_ggml_unary_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_unary_inplace", args: ["pointer", "pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_unary_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)" },
   /**
    * used in sam
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_get_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int qh, int kh)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_rel_pos`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_rel_pos: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int qh, int kh)" },
+  wsp_ggml_get_rel_pos: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_rel_pos", args: ["pointer", "pointer", "i32", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_get_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int qh, int kh)" },
   /**
    * used in sam
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add_rel_pos`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add_rel_pos: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)" },
+  wsp_ggml_add_rel_pos: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add_rel_pos", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_add_rel_pos_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_add_rel_pos_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_rel_pos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)" },
+  wsp_ggml_add_rel_pos_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_add_rel_pos_inplace", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_add_rel_pos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv6(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *tf, struct wsp_ggml_tensor *td, struct wsp_ggml_tensor *state)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rwkv_wkv6`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rwkv_wkv6: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv6(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *tf, struct wsp_ggml_tensor *td, struct wsp_ggml_tensor *state)" },
+  wsp_ggml_rwkv_wkv6: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rwkv_wkv6", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv6(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *tf, struct wsp_ggml_tensor *td, struct wsp_ggml_tensor *state)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_gated_linear_attn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *g, struct wsp_ggml_tensor *state, float scale)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gated_linear_attn`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gated_linear_attn: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gated_linear_attn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *g, struct wsp_ggml_tensor *state, float scale)" },
+  wsp_ggml_gated_linear_attn: { library: "base", header: "ggml.h", num: "wsp_num_ggml_gated_linear_attn", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_gated_linear_attn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *g, struct wsp_ggml_tensor *state, float scale)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv7(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *w, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *state)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_rwkv_wkv7`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_rwkv_wkv7: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv7(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *w, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *state)" },
+  wsp_ggml_rwkv_wkv7: { library: "base", header: "ggml.h", num: "wsp_num_ggml_rwkv_wkv7", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv7(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *w, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *state)" },
   /**
    * n_tasks == WSP_GGML_N_TASKS_MAX means to use max number of tasks
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_map_custom1`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_map_custom1: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom1: { library: "base", header: "ggml.h", num: "wsp_num_ggml_map_custom1", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_map_custom1_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_map_custom1_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom1_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_map_custom1_inplace", args: ["pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, wsp_ggml_custom1_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom2(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_map_custom2`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_map_custom2: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom2: { library: "base", header: "ggml.h", num: "wsp_num_ggml_map_custom2", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom2_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_map_custom2_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_map_custom2_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom2_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_map_custom2_inplace", args: ["pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom2_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, wsp_ggml_custom2_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom3(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_map_custom3`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_map_custom3: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom3: { library: "base", header: "ggml.h", num: "wsp_num_ggml_map_custom3", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_map_custom3_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_map_custom3_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_map_custom3_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_map_custom3_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_map_custom3_inplace", args: ["pointer", "pointer", "pointer", "pointer", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_map_custom3_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, wsp_ggml_custom3_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_custom_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_custom_4d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_custom_4d: { library: "base", header: "ggml.h", args: ["pointer", "i32", "i64", "i64", "i64", "i64", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_custom_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_custom_4d: { library: "base", header: "ggml.h", num: "wsp_num_ggml_custom_4d", args: ["pointer", "i32", "i64", "i64", "i64", "i64", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_custom_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_custom_inplace`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_custom_inplace: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
+  wsp_ggml_custom_inplace: { library: "base", header: "ggml.h", num: "wsp_num_ggml_custom_inplace", args: ["pointer", "pointer", "pointer", "i32", "function", "i32", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor **args, int n_args, wsp_ggml_custom_op_t fun, int n_tasks, void *userdata)" },
   /**
    * loss function
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cross_entropy_loss`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cross_entropy_loss: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
+  wsp_ggml_cross_entropy_loss: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cross_entropy_loss", args: ["pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cross_entropy_loss_back`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cross_entropy_loss_back: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)" },
+  wsp_ggml_cross_entropy_loss_back: { library: "base", header: "ggml.h", num: "wsp_num_ggml_cross_entropy_loss_back", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)" },
   /**
    * AdamW optimizer step
    * Paper: https://arxiv.org/pdf/1711.05101v3.pdf
    * PyTorch: https://pytorch.org/docs/stable/generated/torch.optim.AdamW.html
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_adamw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *m, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *adamw_params)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_step_adamw`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_step_adamw: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_step_adamw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *m, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *adamw_params)" },
+  wsp_ggml_opt_step_adamw: { library: "base", header: "ggml.h", num: "wsp_num_ggml_opt_step_adamw", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_step_adamw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *m, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *adamw_params)" },
   /**
    * stochastic gradient descent step (with weight decay)
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_sgd(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *sgd_params)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_step_sgd`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_step_sgd: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_step_sgd(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *sgd_params)" },
+  wsp_ggml_opt_step_sgd: { library: "base", header: "ggml.h", num: "wsp_num_ggml_opt_step_sgd", args: ["pointer", "pointer", "pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_step_sgd(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *sgd_params)" },
   /**
    * automatic differentiation
    *
    * C: `void wsp_ggml_build_forward_expand(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_build_forward_expand`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_build_forward_expand: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_build_forward_expand(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_build_forward_expand: { library: "base", header: "ggml.h", num: "wsp_num_ggml_build_forward_expand", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_build_forward_expand(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `void wsp_ggml_build_backward_expand(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor **grad_accs)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_build_backward_expand`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_build_backward_expand: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_build_backward_expand(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor **grad_accs)" },
+  wsp_ggml_build_backward_expand: { library: "base", header: "ggml.h", num: "wsp_num_ggml_build_backward_expand", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_build_backward_expand(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor **grad_accs)" },
   /**
    * graph allocation in a context
    *
    * C: `struct wsp_ggml_cgraph *wsp_ggml_new_graph(struct wsp_ggml_context *ctx)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_graph`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_graph: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_cgraph *wsp_ggml_new_graph(struct wsp_ggml_context *ctx)" },
+  wsp_ggml_new_graph: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_graph", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_cgraph *wsp_ggml_new_graph(struct wsp_ggml_context *ctx)" },
   /**
    * C: `struct wsp_ggml_cgraph *wsp_ggml_new_graph_custom(struct wsp_ggml_context *ctx, size_t size, _Bool grads)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_graph_custom`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_graph_custom: { library: "base", header: "ggml.h", args: ["pointer", "usize", "bool"], result: "pointer", c: "struct wsp_ggml_cgraph *wsp_ggml_new_graph_custom(struct wsp_ggml_context *ctx, size_t size, _Bool grads)" },
+  wsp_ggml_new_graph_custom: { library: "base", header: "ggml.h", num: "wsp_num_ggml_new_graph_custom", args: ["pointer", "usize", "bool"], result: "pointer", c: "struct wsp_ggml_cgraph *wsp_ggml_new_graph_custom(struct wsp_ggml_context *ctx, size_t size, _Bool grads)" },
   /**
    * C: `struct wsp_ggml_cgraph *wsp_ggml_graph_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, _Bool force_grads)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_dup`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_dup: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "bool"], result: "pointer", c: "struct wsp_ggml_cgraph *wsp_ggml_graph_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, _Bool force_grads)" },
+  wsp_ggml_graph_dup: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_dup", args: ["pointer", "pointer", "bool"], result: "pointer", c: "struct wsp_ggml_cgraph *wsp_ggml_graph_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, _Bool force_grads)" },
   /**
    * C: `void wsp_ggml_graph_cpy(struct wsp_ggml_cgraph *src, struct wsp_ggml_cgraph *dst)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_cpy`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_cpy: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_graph_cpy(struct wsp_ggml_cgraph *src, struct wsp_ggml_cgraph *dst)" },
+  wsp_ggml_graph_cpy: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_cpy", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_graph_cpy(struct wsp_ggml_cgraph *src, struct wsp_ggml_cgraph *dst)" },
   /**
    * C: `void wsp_ggml_graph_reset(struct wsp_ggml_cgraph *cgraph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_reset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_reset: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_graph_reset(struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_graph_reset: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_reset", args: ["pointer"], result: "void", c: "void wsp_ggml_graph_reset(struct wsp_ggml_cgraph *cgraph)" },
   /**
    * C: `void wsp_ggml_graph_clear(struct wsp_ggml_cgraph *cgraph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_clear`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_clear: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_graph_clear(struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_graph_clear: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_clear", args: ["pointer"], result: "void", c: "void wsp_ggml_graph_clear(struct wsp_ggml_cgraph *cgraph)" },
   /**
    * C: `int wsp_ggml_graph_size(struct wsp_ggml_cgraph *cgraph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_size: { library: "base", header: "ggml.h", args: ["pointer"], result: "i32", c: "int wsp_ggml_graph_size(struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_graph_size: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_size", args: ["pointer"], result: "i32", c: "int wsp_ggml_graph_size(struct wsp_ggml_cgraph *cgraph)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_graph_node(struct wsp_ggml_cgraph *cgraph, int i)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_node`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_node: { library: "base", header: "ggml.h", args: ["pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_node(struct wsp_ggml_cgraph *cgraph, int i)" },
+  wsp_ggml_graph_node: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_node", args: ["pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_node(struct wsp_ggml_cgraph *cgraph, int i)" },
   /**
    * C: `struct wsp_ggml_tensor **wsp_ggml_graph_nodes(struct wsp_ggml_cgraph *cgraph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_nodes`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_nodes: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor **wsp_ggml_graph_nodes(struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_graph_nodes: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_nodes", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor **wsp_ggml_graph_nodes(struct wsp_ggml_cgraph *cgraph)" },
   /**
    * C: `int wsp_ggml_graph_n_nodes(struct wsp_ggml_cgraph *cgraph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_n_nodes`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_n_nodes: { library: "base", header: "ggml.h", args: ["pointer"], result: "i32", c: "int wsp_ggml_graph_n_nodes(struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_graph_n_nodes: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_n_nodes", args: ["pointer"], result: "i32", c: "int wsp_ggml_graph_n_nodes(struct wsp_ggml_cgraph *cgraph)" },
   /**
    * C: `void wsp_ggml_graph_add_node(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_add_node`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_add_node: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_graph_add_node(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_graph_add_node: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_add_node", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_graph_add_node(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `size_t wsp_ggml_graph_overhead(void)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_overhead`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_overhead: { library: "base", header: "ggml.h", args: [], result: "usize", c: "size_t wsp_ggml_graph_overhead(void)" },
+  wsp_ggml_graph_overhead: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_overhead", args: [], result: "usize", c: "size_t wsp_ggml_graph_overhead(void)" },
   /**
    * C: `size_t wsp_ggml_graph_overhead_custom(size_t size, _Bool grads)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_overhead_custom`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_overhead_custom: { library: "base", header: "ggml.h", args: ["usize", "bool"], result: "usize", c: "size_t wsp_ggml_graph_overhead_custom(size_t size, _Bool grads)" },
+  wsp_ggml_graph_overhead_custom: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_overhead_custom", args: ["usize", "bool"], result: "usize", c: "size_t wsp_ggml_graph_overhead_custom(size_t size, _Bool grads)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_graph_get_tensor(const struct wsp_ggml_cgraph *cgraph, const char *name)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_get_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_get_tensor: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_get_tensor(const struct wsp_ggml_cgraph *cgraph, const char *name)" },
+  wsp_ggml_graph_get_tensor: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_get_tensor", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_get_tensor(const struct wsp_ggml_cgraph *cgraph, const char *name)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_graph_get_grad(const struct wsp_ggml_cgraph *cgraph, const struct wsp_ggml_tensor *node)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_get_grad`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_get_grad: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_get_grad(const struct wsp_ggml_cgraph *cgraph, const struct wsp_ggml_tensor *node)" },
+  wsp_ggml_graph_get_grad: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_get_grad", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_get_grad(const struct wsp_ggml_cgraph *cgraph, const struct wsp_ggml_tensor *node)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_graph_get_grad_acc(const struct wsp_ggml_cgraph *cgraph, const struct wsp_ggml_tensor *node)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_get_grad_acc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_get_grad_acc: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_get_grad_acc(const struct wsp_ggml_cgraph *cgraph, const struct wsp_ggml_tensor *node)" },
+  wsp_ggml_graph_get_grad_acc: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_get_grad_acc", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_graph_get_grad_acc(const struct wsp_ggml_cgraph *cgraph, const struct wsp_ggml_tensor *node)" },
   /**
    * print info and performance information for the graph
    *
    * C: `void wsp_ggml_graph_print(const struct wsp_ggml_cgraph *cgraph)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_print`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_print: { library: "base", header: "ggml.h", args: ["pointer"], result: "void", c: "void wsp_ggml_graph_print(const struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_graph_print: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_print", args: ["pointer"], result: "void", c: "void wsp_ggml_graph_print(const struct wsp_ggml_cgraph *cgraph)" },
   /**
    * dump the graph into a file using the dot format
    *
    * C: `void wsp_ggml_graph_dump_dot(const struct wsp_ggml_cgraph *gb, const struct wsp_ggml_cgraph *gf, const char *filename)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_dump_dot`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_dump_dot: { library: "base", header: "ggml.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_graph_dump_dot(const struct wsp_ggml_cgraph *gb, const struct wsp_ggml_cgraph *gf, const char *filename)" },
+  wsp_ggml_graph_dump_dot: { library: "base", header: "ggml.h", num: "wsp_num_ggml_graph_dump_dot", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_graph_dump_dot(const struct wsp_ggml_cgraph *gb, const struct wsp_ggml_cgraph *gf, const char *filename)" },
   /**
    * Set callback for all future logging events.
    * If this is not called, or NULL is supplied, everything is output on stderr.
    *
    * C: `void wsp_ggml_log_set(wsp_ggml_log_callback log_callback, void *user_data)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_log_set`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_log_set: { library: "base", header: "ggml.h", args: ["function", "pointer"], result: "void", c: "void wsp_ggml_log_set(wsp_ggml_log_callback log_callback, void *user_data)" },
+  wsp_ggml_log_set: { library: "base", header: "ggml.h", num: "wsp_num_ggml_log_set", args: ["function", "pointer"], result: "void", c: "void wsp_ggml_log_set(wsp_ggml_log_callback log_callback, void *user_data)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_zero(struct wsp_ggml_tensor *tensor)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_zero`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_zero: { library: "base", header: "ggml.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_zero(struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_set_zero: { library: "base", header: "ggml.h", num: "wsp_num_ggml_set_zero", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_zero(struct wsp_ggml_tensor *tensor)" },
   /**
    * - wsp_ggml_wsp_quantize_init can be called multiple times with the same type
    *   it will only initialize the quantization tables for the first call or after wsp_ggml_wsp_quantize_free
@@ -3603,48 +4233,68 @@ export const functions = {
    * calls wsp_ggml_wsp_quantize_init internally (i.e. can allocate memory)
    *
    * C: `size_t wsp_ggml_wsp_quantize_chunk(enum wsp_ggml_type type, const float *src, void *dst, int64_t start, int64_t nrows, int64_t n_per_row, const float *imatrix)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_wsp_quantize_chunk`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_wsp_quantize_chunk: { library: "base", header: "ggml.h", args: ["i32", "pointer", "pointer", "i64", "i64", "i64", "pointer"], result: "usize", c: "size_t wsp_ggml_wsp_quantize_chunk(enum wsp_ggml_type type, const float *src, void *dst, int64_t start, int64_t nrows, int64_t n_per_row, const float *imatrix)" },
+  wsp_ggml_wsp_quantize_chunk: { library: "base", header: "ggml.h", num: "wsp_num_ggml_wsp_quantize_chunk", args: ["i32", "pointer", "pointer", "i64", "i64", "i64", "pointer"], result: "usize", c: "size_t wsp_ggml_wsp_quantize_chunk(enum wsp_ggml_type type, const float *src, void *dst, int64_t start, int64_t nrows, int64_t n_per_row, const float *imatrix)" },
   /**
    * C: `const struct wsp_ggml_type_traits *wsp_ggml_get_type_traits(enum wsp_ggml_type type)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_type_traits`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_type_traits: { library: "base", header: "ggml.h", args: ["i32"], result: "pointer", c: "const struct wsp_ggml_type_traits *wsp_ggml_get_type_traits(enum wsp_ggml_type type)" },
+  wsp_ggml_get_type_traits: { library: "base", header: "ggml.h", num: "wsp_num_ggml_get_type_traits", args: ["i32"], result: "pointer", c: "const struct wsp_ggml_type_traits *wsp_ggml_get_type_traits(enum wsp_ggml_type type)" },
   /**
    * C: `struct wsp_ggml_threadpool_params wsp_ggml_threadpool_params_default(int n_threads)` (ggml.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_threadpool_params_default`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_threadpool_params_default`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_threadpool_params_default: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_threadpool_params_default", args: ["i32", "pointer"], result: "void", c: "struct wsp_ggml_threadpool_params wsp_ggml_threadpool_params_default(int n_threads)" },
+  wsp_ggml_threadpool_params_default: { library: "base", header: "ggml.h", symbol: "wsp_shim_ggml_threadpool_params_default", num: "wsp_num_ggml_threadpool_params_default", args: ["i32", "pointer"], result: "void", c: "struct wsp_ggml_threadpool_params wsp_ggml_threadpool_params_default(int n_threads)" },
   /**
    * C: `void wsp_ggml_threadpool_params_init(struct wsp_ggml_threadpool_params *p, int n_threads)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_threadpool_params_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_threadpool_params_init: { library: "base", header: "ggml.h", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_threadpool_params_init(struct wsp_ggml_threadpool_params *p, int n_threads)" },
+  wsp_ggml_threadpool_params_init: { library: "base", header: "ggml.h", num: "wsp_num_ggml_threadpool_params_init", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_threadpool_params_init(struct wsp_ggml_threadpool_params *p, int n_threads)" },
   /**
    * C: `_Bool wsp_ggml_threadpool_params_match(const struct wsp_ggml_threadpool_params *p0, const struct wsp_ggml_threadpool_params *p1)` (ggml.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_threadpool_params_match`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_threadpool_params_match: { library: "base", header: "ggml.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_threadpool_params_match(const struct wsp_ggml_threadpool_params *p0, const struct wsp_ggml_threadpool_params *p1)" },
+  wsp_ggml_threadpool_params_match: { library: "base", header: "ggml.h", num: "wsp_num_ggml_threadpool_params_match", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_threadpool_params_match(const struct wsp_ggml_threadpool_params *p0, const struct wsp_ggml_threadpool_params *p1)" },
   /**
    * C: `struct wsp_ggml_tallocr wsp_ggml_tallocr_new(wsp_ggml_backend_buffer_t buffer)` (ggml-alloc.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_tallocr_new`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_tallocr_new`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_tallocr_new: { library: "base", header: "ggml-alloc.h", symbol: "wsp_shim_ggml_tallocr_new", args: ["pointer", "pointer"], result: "void", c: "struct wsp_ggml_tallocr wsp_ggml_tallocr_new(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_tallocr_new: { library: "base", header: "ggml-alloc.h", symbol: "wsp_shim_ggml_tallocr_new", num: "wsp_num_ggml_tallocr_new", args: ["pointer", "pointer"], result: "void", c: "struct wsp_ggml_tallocr wsp_ggml_tallocr_new(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_tallocr_alloc(struct wsp_ggml_tallocr *talloc, struct wsp_ggml_tensor *tensor)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_tallocr_alloc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_tallocr_alloc: { library: "base", header: "ggml-alloc.h", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_tallocr_alloc(struct wsp_ggml_tallocr *talloc, struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_tallocr_alloc: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_tallocr_alloc", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_tallocr_alloc(struct wsp_ggml_tallocr *talloc, struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `wsp_ggml_gallocr_t wsp_ggml_gallocr_new(wsp_ggml_backend_buffer_type_t buft)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gallocr_new`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gallocr_new: { library: "base", header: "ggml-alloc.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_gallocr_t wsp_ggml_gallocr_new(wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_gallocr_new: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_gallocr_new", args: ["pointer"], result: "pointer", c: "wsp_ggml_gallocr_t wsp_ggml_gallocr_new(wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `wsp_ggml_gallocr_t wsp_ggml_gallocr_new_n(wsp_ggml_backend_buffer_type_t *bufts, int n_bufs)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gallocr_new_n`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gallocr_new_n: { library: "base", header: "ggml-alloc.h", args: ["pointer", "i32"], result: "pointer", c: "wsp_ggml_gallocr_t wsp_ggml_gallocr_new_n(wsp_ggml_backend_buffer_type_t *bufts, int n_bufs)" },
+  wsp_ggml_gallocr_new_n: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_gallocr_new_n", args: ["pointer", "i32"], result: "pointer", c: "wsp_ggml_gallocr_t wsp_ggml_gallocr_new_n(wsp_ggml_backend_buffer_type_t *bufts, int n_bufs)" },
   /**
    * C: `void wsp_ggml_gallocr_free(wsp_ggml_gallocr_t galloc)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gallocr_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gallocr_free: { library: "base", header: "ggml-alloc.h", args: ["pointer"], result: "void", c: "void wsp_ggml_gallocr_free(wsp_ggml_gallocr_t galloc)" },
+  wsp_ggml_gallocr_free: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_gallocr_free", args: ["pointer"], result: "void", c: "void wsp_ggml_gallocr_free(wsp_ggml_gallocr_t galloc)" },
   /**
    * pre-allocate buffers from a measure graph - does not allocate or modify the graph
    * call with a worst-case graph to avoid buffer reallocations
@@ -3652,216 +4302,308 @@ export const functions = {
    * returns false if the buffer allocation failed
    *
    * C: `_Bool wsp_ggml_gallocr_reserve(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gallocr_reserve`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gallocr_reserve: { library: "base", header: "ggml-alloc.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_gallocr_reserve(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph)" },
+  wsp_ggml_gallocr_reserve: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_gallocr_reserve", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_gallocr_reserve(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph)" },
   /**
    * C: `_Bool wsp_ggml_gallocr_reserve_n(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph, const int *node_buffer_ids, const int *leaf_buffer_ids)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gallocr_reserve_n`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gallocr_reserve_n: { library: "base", header: "ggml-alloc.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_gallocr_reserve_n(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph, const int *node_buffer_ids, const int *leaf_buffer_ids)" },
+  wsp_ggml_gallocr_reserve_n: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_gallocr_reserve_n", args: ["pointer", "pointer", "pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_gallocr_reserve_n(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph, const int *node_buffer_ids, const int *leaf_buffer_ids)" },
   /**
    * automatic reallocation if the topology changes when using a single buffer
    * returns false if using multiple buffers and a re-allocation is needed (call wsp_ggml_gallocr_reserve_n first to set the node buffers)
    *
    * C: `_Bool wsp_ggml_gallocr_alloc_graph(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gallocr_alloc_graph`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gallocr_alloc_graph: { library: "base", header: "ggml-alloc.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_gallocr_alloc_graph(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph)" },
+  wsp_ggml_gallocr_alloc_graph: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_gallocr_alloc_graph", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_gallocr_alloc_graph(wsp_ggml_gallocr_t galloc, struct wsp_ggml_cgraph *graph)" },
   /**
    * C: `size_t wsp_ggml_gallocr_get_buffer_size(wsp_ggml_gallocr_t galloc, int buffer_id)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_gallocr_get_buffer_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_gallocr_get_buffer_size: { library: "base", header: "ggml-alloc.h", args: ["pointer", "i32"], result: "usize", c: "size_t wsp_ggml_gallocr_get_buffer_size(wsp_ggml_gallocr_t galloc, int buffer_id)" },
+  wsp_ggml_gallocr_get_buffer_size: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_gallocr_get_buffer_size", args: ["pointer", "i32"], result: "usize", c: "size_t wsp_ggml_gallocr_get_buffer_size(wsp_ggml_gallocr_t galloc, int buffer_id)" },
   /**
    * Utils
    * Create a buffer and allocate all the tensors in a wsp_ggml_context
    *
    * C: `struct wsp_ggml_backend_buffer *wsp_ggml_backend_alloc_ctx_tensors_from_buft(struct wsp_ggml_context *ctx, wsp_ggml_backend_buffer_type_t buft)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_alloc_ctx_tensors_from_buft`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_alloc_ctx_tensors_from_buft: { library: "base", header: "ggml-alloc.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_backend_buffer *wsp_ggml_backend_alloc_ctx_tensors_from_buft(struct wsp_ggml_context *ctx, wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_backend_alloc_ctx_tensors_from_buft: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_backend_alloc_ctx_tensors_from_buft", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_backend_buffer *wsp_ggml_backend_alloc_ctx_tensors_from_buft(struct wsp_ggml_context *ctx, wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `struct wsp_ggml_backend_buffer *wsp_ggml_backend_alloc_ctx_tensors(struct wsp_ggml_context *ctx, wsp_ggml_backend_t backend)` (ggml-alloc.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_alloc_ctx_tensors`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_alloc_ctx_tensors: { library: "base", header: "ggml-alloc.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_backend_buffer *wsp_ggml_backend_alloc_ctx_tensors(struct wsp_ggml_context *ctx, wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_alloc_ctx_tensors: { library: "base", header: "ggml-alloc.h", num: "wsp_num_ggml_backend_alloc_ctx_tensors", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_backend_buffer *wsp_ggml_backend_alloc_ctx_tensors(struct wsp_ggml_context *ctx, wsp_ggml_backend_t backend)" },
   /**
    * Backend buffer type
    *
    * C: `const char *wsp_ggml_backend_buft_name(wsp_ggml_backend_buffer_type_t buft)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buft_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buft_name: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_buft_name(wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_backend_buft_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buft_name", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_buft_name(wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `wsp_ggml_backend_buffer_t wsp_ggml_backend_buft_alloc_buffer(wsp_ggml_backend_buffer_type_t buft, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buft_alloc_buffer`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buft_alloc_buffer: { library: "base", header: "ggml-backend.h", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_buft_alloc_buffer(wsp_ggml_backend_buffer_type_t buft, size_t size)" },
+  wsp_ggml_backend_buft_alloc_buffer: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buft_alloc_buffer", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_buft_alloc_buffer(wsp_ggml_backend_buffer_type_t buft, size_t size)" },
   /**
    * C: `size_t wsp_ggml_backend_buft_get_alignment(wsp_ggml_backend_buffer_type_t buft)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buft_get_alignment`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buft_get_alignment: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buft_get_alignment(wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_backend_buft_get_alignment: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buft_get_alignment", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buft_get_alignment(wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `size_t wsp_ggml_backend_buft_get_max_size(wsp_ggml_backend_buffer_type_t buft)` (ggml-backend.h, library `base`).
    */
   wsp_ggml_backend_buft_get_max_size: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buft_get_max_size(wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `size_t wsp_ggml_backend_buft_get_alloc_size(wsp_ggml_backend_buffer_type_t buft, const struct wsp_ggml_tensor *tensor)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buft_get_alloc_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buft_get_alloc_size: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "usize", c: "size_t wsp_ggml_backend_buft_get_alloc_size(wsp_ggml_backend_buffer_type_t buft, const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_backend_buft_get_alloc_size: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buft_get_alloc_size", args: ["pointer", "pointer"], result: "usize", c: "size_t wsp_ggml_backend_buft_get_alloc_size(wsp_ggml_backend_buffer_type_t buft, const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `_Bool wsp_ggml_backend_buft_is_host(wsp_ggml_backend_buffer_type_t buft)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buft_is_host`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buft_is_host: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_backend_buft_is_host(wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_backend_buft_is_host: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buft_is_host", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_backend_buft_is_host(wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `wsp_ggml_backend_dev_t wsp_ggml_backend_buft_get_device(wsp_ggml_backend_buffer_type_t buft)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buft_get_device`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buft_get_device: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_buft_get_device(wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_backend_buft_get_device: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buft_get_device", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_buft_get_device(wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `const char *wsp_ggml_backend_buffer_name(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_name: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_buffer_name(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_name", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_buffer_name(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `void wsp_ggml_backend_buffer_free(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_free: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_buffer_free(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_free: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_free", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_buffer_free(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `void *wsp_ggml_backend_buffer_get_base(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_get_base`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_get_base: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "void *wsp_ggml_backend_buffer_get_base(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_get_base: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_get_base", args: ["pointer"], result: "pointer", c: "void *wsp_ggml_backend_buffer_get_base(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `size_t wsp_ggml_backend_buffer_get_size(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_get_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_get_size: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buffer_get_size(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_get_size: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_get_size", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buffer_get_size(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_backend_buffer_init_tensor(wsp_ggml_backend_buffer_t buffer, struct wsp_ggml_tensor *tensor)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_init_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_init_tensor: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_buffer_init_tensor(wsp_ggml_backend_buffer_t buffer, struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_backend_buffer_init_tensor: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_init_tensor", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_buffer_init_tensor(wsp_ggml_backend_buffer_t buffer, struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `size_t wsp_ggml_backend_buffer_get_alignment(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_get_alignment`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_get_alignment: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buffer_get_alignment(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_get_alignment: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_get_alignment", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buffer_get_alignment(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `size_t wsp_ggml_backend_buffer_get_max_size(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
    */
   wsp_ggml_backend_buffer_get_max_size: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_buffer_get_max_size(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `size_t wsp_ggml_backend_buffer_get_alloc_size(wsp_ggml_backend_buffer_t buffer, const struct wsp_ggml_tensor *tensor)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_get_alloc_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_get_alloc_size: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "usize", c: "size_t wsp_ggml_backend_buffer_get_alloc_size(wsp_ggml_backend_buffer_t buffer, const struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_backend_buffer_get_alloc_size: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_get_alloc_size", args: ["pointer", "pointer"], result: "usize", c: "size_t wsp_ggml_backend_buffer_get_alloc_size(wsp_ggml_backend_buffer_t buffer, const struct wsp_ggml_tensor *tensor)" },
   /**
    * C: `void wsp_ggml_backend_buffer_clear(wsp_ggml_backend_buffer_t buffer, uint8_t value)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_clear`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_clear: { library: "base", header: "ggml-backend.h", args: ["pointer", "u8"], result: "void", c: "void wsp_ggml_backend_buffer_clear(wsp_ggml_backend_buffer_t buffer, uint8_t value)" },
+  wsp_ggml_backend_buffer_clear: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_clear", args: ["pointer", "u8"], result: "void", c: "void wsp_ggml_backend_buffer_clear(wsp_ggml_backend_buffer_t buffer, uint8_t value)" },
   /**
    * C: `_Bool wsp_ggml_backend_buffer_is_host(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_is_host`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_is_host: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_backend_buffer_is_host(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_is_host: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_is_host", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_backend_buffer_is_host(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `void wsp_ggml_backend_buffer_set_usage(wsp_ggml_backend_buffer_t buffer, enum wsp_ggml_backend_buffer_usage usage)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_set_usage`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_set_usage: { library: "base", header: "ggml-backend.h", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_backend_buffer_set_usage(wsp_ggml_backend_buffer_t buffer, enum wsp_ggml_backend_buffer_usage usage)" },
+  wsp_ggml_backend_buffer_set_usage: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_set_usage", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_backend_buffer_set_usage(wsp_ggml_backend_buffer_t buffer, enum wsp_ggml_backend_buffer_usage usage)" },
   /**
    * C: `enum wsp_ggml_backend_buffer_usage wsp_ggml_backend_buffer_get_usage(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_get_usage`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_get_usage: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "i32", c: "enum wsp_ggml_backend_buffer_usage wsp_ggml_backend_buffer_get_usage(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_get_usage: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_get_usage", args: ["pointer"], result: "i32", c: "enum wsp_ggml_backend_buffer_usage wsp_ggml_backend_buffer_get_usage(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `wsp_ggml_backend_buffer_type_t wsp_ggml_backend_buffer_get_type(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_get_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_get_type: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_buffer_get_type(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_get_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_get_type", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_buffer_get_type(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * C: `void wsp_ggml_backend_buffer_reset(wsp_ggml_backend_buffer_t buffer)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_buffer_reset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_buffer_reset: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_buffer_reset(wsp_ggml_backend_buffer_t buffer)" },
+  wsp_ggml_backend_buffer_reset: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_buffer_reset", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_buffer_reset(wsp_ggml_backend_buffer_t buffer)" },
   /**
    * tensor copy between different backends
    *
    * C: `void wsp_ggml_backend_tensor_copy(struct wsp_ggml_tensor *src, struct wsp_ggml_tensor *dst)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_copy`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_copy: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_tensor_copy(struct wsp_ggml_tensor *src, struct wsp_ggml_tensor *dst)" },
+  wsp_ggml_backend_tensor_copy: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_copy", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_tensor_copy(struct wsp_ggml_tensor *src, struct wsp_ggml_tensor *dst)" },
   /**
    * Backend (stream)
    *
    * C: `wsp_ggml_guid_t wsp_ggml_backend_guid(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_guid`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_guid: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_guid_t wsp_ggml_backend_guid(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_guid: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_guid", args: ["pointer"], result: "pointer", c: "wsp_ggml_guid_t wsp_ggml_backend_guid(wsp_ggml_backend_t backend)" },
   /**
    * C: `const char *wsp_ggml_backend_name(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_name: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_name(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_name", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_name(wsp_ggml_backend_t backend)" },
   /**
    * C: `void wsp_ggml_backend_free(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_free: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_free(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_free: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_free", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_free(wsp_ggml_backend_t backend)" },
   /**
    * C: `wsp_ggml_backend_buffer_type_t wsp_ggml_backend_get_default_buffer_type(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_get_default_buffer_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_get_default_buffer_type: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_get_default_buffer_type(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_get_default_buffer_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_get_default_buffer_type", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_get_default_buffer_type(wsp_ggml_backend_t backend)" },
   /**
    * C: `wsp_ggml_backend_buffer_t wsp_ggml_backend_alloc_buffer(wsp_ggml_backend_t backend, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_alloc_buffer`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_alloc_buffer: { library: "base", header: "ggml-backend.h", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_alloc_buffer(wsp_ggml_backend_t backend, size_t size)" },
+  wsp_ggml_backend_alloc_buffer: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_alloc_buffer", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_alloc_buffer(wsp_ggml_backend_t backend, size_t size)" },
   /**
    * C: `size_t wsp_ggml_backend_get_alignment(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_get_alignment`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_get_alignment: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_get_alignment(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_get_alignment: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_get_alignment", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_get_alignment(wsp_ggml_backend_t backend)" },
   /**
    * C: `size_t wsp_ggml_backend_get_max_size(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
    */
   wsp_ggml_backend_get_max_size: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_get_max_size(wsp_ggml_backend_t backend)" },
   /**
    * C: `void wsp_ggml_backend_tensor_set_async(wsp_ggml_backend_t backend, struct wsp_ggml_tensor *tensor, const void *data, size_t offset, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_set_async`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_set_async: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_set_async(wsp_ggml_backend_t backend, struct wsp_ggml_tensor *tensor, const void *data, size_t offset, size_t size)" },
+  wsp_ggml_backend_tensor_set_async: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_set_async", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_set_async(wsp_ggml_backend_t backend, struct wsp_ggml_tensor *tensor, const void *data, size_t offset, size_t size)" },
   /**
    * C: `void wsp_ggml_backend_tensor_get_async(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *tensor, void *data, size_t offset, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_get_async`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_get_async: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_get_async(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *tensor, void *data, size_t offset, size_t size)" },
+  wsp_ggml_backend_tensor_get_async: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_get_async", args: ["pointer", "pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_get_async(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *tensor, void *data, size_t offset, size_t size)" },
   /**
    * "offset" refers to the offset in tensor->data for setting/getting data
    *
    * C: `void wsp_ggml_backend_tensor_set(struct wsp_ggml_tensor *tensor, const void *data, size_t offset, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_set`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_set: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_set(struct wsp_ggml_tensor *tensor, const void *data, size_t offset, size_t size)" },
+  wsp_ggml_backend_tensor_set: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_set", args: ["pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_set(struct wsp_ggml_tensor *tensor, const void *data, size_t offset, size_t size)" },
   /**
    * C: `void wsp_ggml_backend_tensor_get(const struct wsp_ggml_tensor *tensor, void *data, size_t offset, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_get`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_get: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_get(const struct wsp_ggml_tensor *tensor, void *data, size_t offset, size_t size)" },
+  wsp_ggml_backend_tensor_get: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_get", args: ["pointer", "pointer", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_get(const struct wsp_ggml_tensor *tensor, void *data, size_t offset, size_t size)" },
   /**
    * C: `void wsp_ggml_backend_tensor_memset(struct wsp_ggml_tensor *tensor, uint8_t value, size_t offset, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_memset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_memset: { library: "base", header: "ggml-backend.h", args: ["pointer", "u8", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_memset(struct wsp_ggml_tensor *tensor, uint8_t value, size_t offset, size_t size)" },
+  wsp_ggml_backend_tensor_memset: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_memset", args: ["pointer", "u8", "usize", "usize"], result: "void", c: "void wsp_ggml_backend_tensor_memset(struct wsp_ggml_tensor *tensor, uint8_t value, size_t offset, size_t size)" },
   /**
    * C: `void wsp_ggml_backend_synchronize(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_synchronize`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_synchronize: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_synchronize(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_synchronize: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_synchronize", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_synchronize(wsp_ggml_backend_t backend)" },
   /**
    * C: `wsp_ggml_backend_graph_plan_t wsp_ggml_backend_graph_plan_create(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_graph_plan_create`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_graph_plan_create: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_graph_plan_t wsp_ggml_backend_graph_plan_create(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_backend_graph_plan_create: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_graph_plan_create", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_graph_plan_t wsp_ggml_backend_graph_plan_create(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)" },
   /**
    * C: `void wsp_ggml_backend_graph_plan_free(wsp_ggml_backend_t backend, wsp_ggml_backend_graph_plan_t plan)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_graph_plan_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_graph_plan_free: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_graph_plan_free(wsp_ggml_backend_t backend, wsp_ggml_backend_graph_plan_t plan)" },
+  wsp_ggml_backend_graph_plan_free: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_graph_plan_free", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_graph_plan_free(wsp_ggml_backend_t backend, wsp_ggml_backend_graph_plan_t plan)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_backend_graph_plan_compute(wsp_ggml_backend_t backend, wsp_ggml_backend_graph_plan_t plan)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_graph_plan_compute`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_graph_plan_compute: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_graph_plan_compute(wsp_ggml_backend_t backend, wsp_ggml_backend_graph_plan_t plan)" },
+  wsp_ggml_backend_graph_plan_compute: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_graph_plan_compute", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_graph_plan_compute(wsp_ggml_backend_t backend, wsp_ggml_backend_graph_plan_t plan)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_backend_graph_compute(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_graph_compute`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_graph_compute: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_backend_graph_compute(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_backend_graph_compute: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_graph_compute", args: ["pointer", "pointer"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_backend_graph_compute(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_backend_graph_compute_async(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_graph_compute_async`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_graph_compute_async: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_graph_compute_async(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)" },
+  wsp_ggml_backend_graph_compute_async: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_graph_compute_async", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_graph_compute_async(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *cgraph)" },
   /**
    * NOTE: will be removed, use device version instead
    *
    * C: `_Bool wsp_ggml_backend_supports_op(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *op)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_supports_op`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_supports_op: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_supports_op(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *op)" },
+  wsp_ggml_backend_supports_op: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_supports_op", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_supports_op(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *op)" },
   /**
    * C: `_Bool wsp_ggml_backend_supports_buft(wsp_ggml_backend_t backend, wsp_ggml_backend_buffer_type_t buft)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_supports_buft`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_supports_buft: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_supports_buft(wsp_ggml_backend_t backend, wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_backend_supports_buft: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_supports_buft", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_supports_buft(wsp_ggml_backend_t backend, wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `_Bool wsp_ggml_backend_offload_op(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *op)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_offload_op`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_offload_op: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_offload_op(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *op)" },
+  wsp_ggml_backend_offload_op: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_offload_op", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_offload_op(wsp_ggml_backend_t backend, const struct wsp_ggml_tensor *op)" },
   /**
    * asynchronous copy
    * the copy is performed after all the currently queued operations in backend_src
@@ -3869,173 +4611,247 @@ export const functions = {
    * automatic fallback to sync copy if async is not supported
    *
    * C: `void wsp_ggml_backend_tensor_copy_async(wsp_ggml_backend_t backend_src, wsp_ggml_backend_t backend_dst, struct wsp_ggml_tensor *src, struct wsp_ggml_tensor *dst)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_copy_async`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_copy_async: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_tensor_copy_async(wsp_ggml_backend_t backend_src, wsp_ggml_backend_t backend_dst, struct wsp_ggml_tensor *src, struct wsp_ggml_tensor *dst)" },
+  wsp_ggml_backend_tensor_copy_async: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_copy_async", args: ["pointer", "pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_tensor_copy_async(wsp_ggml_backend_t backend_src, wsp_ggml_backend_t backend_dst, struct wsp_ggml_tensor *src, struct wsp_ggml_tensor *dst)" },
   /**
    * C: `wsp_ggml_backend_dev_t wsp_ggml_backend_get_device(wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_get_device`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_get_device: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_get_device(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_get_device: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_get_device", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_get_device(wsp_ggml_backend_t backend)" },
   /**
    * Events
    *
    * C: `wsp_ggml_backend_event_t wsp_ggml_backend_event_new(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_event_new`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_event_new: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_event_t wsp_ggml_backend_event_new(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_event_new: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_event_new", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_event_t wsp_ggml_backend_event_new(wsp_ggml_backend_dev_t device)" },
   /**
    * C: `void wsp_ggml_backend_event_free(wsp_ggml_backend_event_t event)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_event_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_event_free: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_event_free(wsp_ggml_backend_event_t event)" },
+  wsp_ggml_backend_event_free: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_event_free", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_event_free(wsp_ggml_backend_event_t event)" },
   /**
    * C: `void wsp_ggml_backend_event_record(wsp_ggml_backend_event_t event, wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_event_record`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_event_record: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_event_record(wsp_ggml_backend_event_t event, wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_event_record: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_event_record", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_event_record(wsp_ggml_backend_event_t event, wsp_ggml_backend_t backend)" },
   /**
    * C: `void wsp_ggml_backend_event_synchronize(wsp_ggml_backend_event_t event)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_event_synchronize`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_event_synchronize: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_event_synchronize(wsp_ggml_backend_event_t event)" },
+  wsp_ggml_backend_event_synchronize: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_event_synchronize", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_event_synchronize(wsp_ggml_backend_event_t event)" },
   /**
    * C: `void wsp_ggml_backend_event_wait(wsp_ggml_backend_t backend, wsp_ggml_backend_event_t event)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_event_wait`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_event_wait: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_event_wait(wsp_ggml_backend_t backend, wsp_ggml_backend_event_t event)" },
+  wsp_ggml_backend_event_wait: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_event_wait", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_event_wait(wsp_ggml_backend_t backend, wsp_ggml_backend_event_t event)" },
   /**
    * C: `const char *wsp_ggml_backend_dev_name(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_name: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_dev_name(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_dev_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_name", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_dev_name(wsp_ggml_backend_dev_t device)" },
   /**
    * C: `const char *wsp_ggml_backend_dev_description(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_description`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_description: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_dev_description(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_dev_description: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_description", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_dev_description(wsp_ggml_backend_dev_t device)" },
   /**
    * C: `void wsp_ggml_backend_dev_memory(wsp_ggml_backend_dev_t device, size_t *free, size_t *total)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_memory`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_memory: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_dev_memory(wsp_ggml_backend_dev_t device, size_t *free, size_t *total)" },
+  wsp_ggml_backend_dev_memory: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_memory", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_dev_memory(wsp_ggml_backend_dev_t device, size_t *free, size_t *total)" },
   /**
    * C: `enum wsp_ggml_backend_dev_type wsp_ggml_backend_dev_type(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_type: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "i32", c: "enum wsp_ggml_backend_dev_type wsp_ggml_backend_dev_type(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_dev_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_type", args: ["pointer"], result: "i32", c: "enum wsp_ggml_backend_dev_type wsp_ggml_backend_dev_type(wsp_ggml_backend_dev_t device)" },
   /**
    * C: `void wsp_ggml_backend_dev_get_props(wsp_ggml_backend_dev_t device, struct wsp_ggml_backend_dev_props *props)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_get_props`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_get_props: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_dev_get_props(wsp_ggml_backend_dev_t device, struct wsp_ggml_backend_dev_props *props)" },
+  wsp_ggml_backend_dev_get_props: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_get_props", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_dev_get_props(wsp_ggml_backend_dev_t device, struct wsp_ggml_backend_dev_props *props)" },
   /**
    * C: `wsp_ggml_backend_reg_t wsp_ggml_backend_dev_backend_reg(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_backend_reg`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_backend_reg: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_dev_backend_reg(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_dev_backend_reg: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_backend_reg", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_dev_backend_reg(wsp_ggml_backend_dev_t device)" },
   /**
    * C: `wsp_ggml_backend_t wsp_ggml_backend_dev_init(wsp_ggml_backend_dev_t device, const char *params)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_init: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_dev_init(wsp_ggml_backend_dev_t device, const char *params)" },
+  wsp_ggml_backend_dev_init: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_init", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_dev_init(wsp_ggml_backend_dev_t device, const char *params)" },
   /**
    * C: `wsp_ggml_backend_buffer_type_t wsp_ggml_backend_dev_buffer_type(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_buffer_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_buffer_type: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_dev_buffer_type(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_dev_buffer_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_buffer_type", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_dev_buffer_type(wsp_ggml_backend_dev_t device)" },
   /**
    * C: `wsp_ggml_backend_buffer_type_t wsp_ggml_backend_dev_host_buffer_type(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_host_buffer_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_host_buffer_type: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_dev_host_buffer_type(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_dev_host_buffer_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_host_buffer_type", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_dev_host_buffer_type(wsp_ggml_backend_dev_t device)" },
   /**
    * C: `wsp_ggml_backend_buffer_t wsp_ggml_backend_dev_buffer_from_host_ptr(wsp_ggml_backend_dev_t device, void *ptr, size_t size, size_t max_tensor_size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_buffer_from_host_ptr`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_buffer_from_host_ptr: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "usize", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_dev_buffer_from_host_ptr(wsp_ggml_backend_dev_t device, void *ptr, size_t size, size_t max_tensor_size)" },
+  wsp_ggml_backend_dev_buffer_from_host_ptr: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_buffer_from_host_ptr", args: ["pointer", "pointer", "usize", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_dev_buffer_from_host_ptr(wsp_ggml_backend_dev_t device, void *ptr, size_t size, size_t max_tensor_size)" },
   /**
    * C: `_Bool wsp_ggml_backend_dev_supports_op(wsp_ggml_backend_dev_t device, const struct wsp_ggml_tensor *op)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_supports_op`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_supports_op: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_dev_supports_op(wsp_ggml_backend_dev_t device, const struct wsp_ggml_tensor *op)" },
+  wsp_ggml_backend_dev_supports_op: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_supports_op", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_dev_supports_op(wsp_ggml_backend_dev_t device, const struct wsp_ggml_tensor *op)" },
   /**
    * C: `_Bool wsp_ggml_backend_dev_supports_buft(wsp_ggml_backend_dev_t device, wsp_ggml_backend_buffer_type_t buft)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_supports_buft`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_supports_buft: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_dev_supports_buft(wsp_ggml_backend_dev_t device, wsp_ggml_backend_buffer_type_t buft)" },
+  wsp_ggml_backend_dev_supports_buft: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_supports_buft", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_dev_supports_buft(wsp_ggml_backend_dev_t device, wsp_ggml_backend_buffer_type_t buft)" },
   /**
    * C: `_Bool wsp_ggml_backend_dev_offload_op(wsp_ggml_backend_dev_t device, const struct wsp_ggml_tensor *op)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_offload_op`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_offload_op: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_dev_offload_op(wsp_ggml_backend_dev_t device, const struct wsp_ggml_tensor *op)" },
+  wsp_ggml_backend_dev_offload_op: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_offload_op", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_dev_offload_op(wsp_ggml_backend_dev_t device, const struct wsp_ggml_tensor *op)" },
   /**
    * Backend (reg)
    *
    * C: `const char *wsp_ggml_backend_reg_name(wsp_ggml_backend_reg_t reg)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_reg_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_reg_name: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_reg_name(wsp_ggml_backend_reg_t reg)" },
+  wsp_ggml_backend_reg_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_reg_name", args: ["pointer"], result: "pointer", c: "const char *wsp_ggml_backend_reg_name(wsp_ggml_backend_reg_t reg)" },
   /**
    * C: `size_t wsp_ggml_backend_reg_dev_count(wsp_ggml_backend_reg_t reg)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_reg_dev_count`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_reg_dev_count: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_reg_dev_count(wsp_ggml_backend_reg_t reg)" },
+  wsp_ggml_backend_reg_dev_count: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_reg_dev_count", args: ["pointer"], result: "usize", c: "size_t wsp_ggml_backend_reg_dev_count(wsp_ggml_backend_reg_t reg)" },
   /**
    * C: `wsp_ggml_backend_dev_t wsp_ggml_backend_reg_dev_get(wsp_ggml_backend_reg_t reg, size_t index)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_reg_dev_get`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_reg_dev_get: { library: "base", header: "ggml-backend.h", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_reg_dev_get(wsp_ggml_backend_reg_t reg, size_t index)" },
+  wsp_ggml_backend_reg_dev_get: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_reg_dev_get", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_reg_dev_get(wsp_ggml_backend_reg_t reg, size_t index)" },
   /**
    * C: `void *wsp_ggml_backend_reg_get_proc_address(wsp_ggml_backend_reg_t reg, const char *name)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_reg_get_proc_address`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_reg_get_proc_address: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "pointer", c: "void *wsp_ggml_backend_reg_get_proc_address(wsp_ggml_backend_reg_t reg, const char *name)" },
+  wsp_ggml_backend_reg_get_proc_address: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_reg_get_proc_address", args: ["pointer", "pointer"], result: "pointer", c: "void *wsp_ggml_backend_reg_get_proc_address(wsp_ggml_backend_reg_t reg, const char *name)" },
   /**
    * Backend registry
    *
    * C: `void wsp_ggml_backend_device_register(wsp_ggml_backend_dev_t device)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_device_register`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_device_register: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_device_register(wsp_ggml_backend_dev_t device)" },
+  wsp_ggml_backend_device_register: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_device_register", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_device_register(wsp_ggml_backend_dev_t device)" },
   /**
    * Backend (reg) enumeration
    *
    * C: `size_t wsp_ggml_backend_reg_count(void)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_reg_count`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_reg_count: { library: "base", header: "ggml-backend.h", args: [], result: "usize", c: "size_t wsp_ggml_backend_reg_count(void)" },
+  wsp_ggml_backend_reg_count: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_reg_count", args: [], result: "usize", c: "size_t wsp_ggml_backend_reg_count(void)" },
   /**
    * C: `wsp_ggml_backend_reg_t wsp_ggml_backend_reg_get(size_t index)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_reg_get`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_reg_get: { library: "base", header: "ggml-backend.h", args: ["usize"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_reg_get(size_t index)" },
+  wsp_ggml_backend_reg_get: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_reg_get", args: ["usize"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_reg_get(size_t index)" },
   /**
    * C: `wsp_ggml_backend_reg_t wsp_ggml_backend_reg_by_name(const char *name)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_reg_by_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_reg_by_name: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_reg_by_name(const char *name)" },
+  wsp_ggml_backend_reg_by_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_reg_by_name", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_reg_by_name(const char *name)" },
   /**
    * Device enumeration
    *
    * C: `size_t wsp_ggml_backend_dev_count(void)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_count`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_count: { library: "base", header: "ggml-backend.h", args: [], result: "usize", c: "size_t wsp_ggml_backend_dev_count(void)" },
+  wsp_ggml_backend_dev_count: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_count", args: [], result: "usize", c: "size_t wsp_ggml_backend_dev_count(void)" },
   /**
    * C: `wsp_ggml_backend_dev_t wsp_ggml_backend_dev_get(size_t index)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_get`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_get: { library: "base", header: "ggml-backend.h", args: ["usize"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_dev_get(size_t index)" },
+  wsp_ggml_backend_dev_get: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_get", args: ["usize"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_dev_get(size_t index)" },
   /**
    * C: `wsp_ggml_backend_dev_t wsp_ggml_backend_dev_by_name(const char *name)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_by_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_by_name: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_dev_by_name(const char *name)" },
+  wsp_ggml_backend_dev_by_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_by_name", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_dev_by_name(const char *name)" },
   /**
    * C: `wsp_ggml_backend_dev_t wsp_ggml_backend_dev_by_type(enum wsp_ggml_backend_dev_type type)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_dev_by_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_dev_by_type: { library: "base", header: "ggml-backend.h", args: ["i32"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_dev_by_type(enum wsp_ggml_backend_dev_type type)" },
+  wsp_ggml_backend_dev_by_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_dev_by_type", args: ["i32"], result: "pointer", c: "wsp_ggml_backend_dev_t wsp_ggml_backend_dev_by_type(enum wsp_ggml_backend_dev_type type)" },
   /**
    * Direct backend (stream) initialization
    * = wsp_ggml_backend_dev_init(wsp_ggml_backend_dev_by_name(name), params)
    *
    * C: `wsp_ggml_backend_t wsp_ggml_backend_init_by_name(const char *name, const char *params)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_init_by_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_init_by_name: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_init_by_name(const char *name, const char *params)" },
+  wsp_ggml_backend_init_by_name: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_init_by_name", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_init_by_name(const char *name, const char *params)" },
   /**
    * = wsp_ggml_backend_dev_init(wsp_ggml_backend_dev_by_type(type), params)
    *
    * C: `wsp_ggml_backend_t wsp_ggml_backend_init_by_type(enum wsp_ggml_backend_dev_type type, const char *params)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_init_by_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_init_by_type: { library: "base", header: "ggml-backend.h", args: ["i32", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_init_by_type(enum wsp_ggml_backend_dev_type type, const char *params)" },
+  wsp_ggml_backend_init_by_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_init_by_type", args: ["i32", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_init_by_type(enum wsp_ggml_backend_dev_type type, const char *params)" },
   /**
    * = wsp_ggml_backend_dev_init(wsp_ggml_backend_dev_by_type(GPU) OR wsp_ggml_backend_dev_by_type(CPU), NULL)
    *
    * C: `wsp_ggml_backend_t wsp_ggml_backend_init_best(void)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_init_best`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_init_best: { library: "base", header: "ggml-backend.h", args: [], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_init_best(void)" },
+  wsp_ggml_backend_init_best: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_init_best", args: [], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_init_best(void)" },
   /**
    * Load a backend from a dynamic library and register it
    *
    * C: `wsp_ggml_backend_reg_t wsp_ggml_backend_load(const char *path)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_load`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_load: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_load(const char *path)" },
+  wsp_ggml_backend_load: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_load", args: ["pointer"], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_load(const char *path)" },
   /**
    * Unload a backend if loaded dynamically and unregister it
    *
    * C: `void wsp_ggml_backend_unload(wsp_ggml_backend_reg_t reg)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_unload`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_unload: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_unload(wsp_ggml_backend_reg_t reg)" },
+  wsp_ggml_backend_unload: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_unload", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_unload(wsp_ggml_backend_reg_t reg)" },
   /**
    * Load all known backends from dynamic libraries
    *
@@ -4044,136 +4860,188 @@ export const functions = {
   wsp_ggml_backend_load_all: { library: "base", header: "ggml-backend.h", args: [], result: "void", nonblocking: true, c: "void wsp_ggml_backend_load_all(void)" },
   /**
    * C: `void wsp_ggml_backend_load_all_from_path(const char *dir_path)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_load_all_from_path`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_load_all_from_path: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", nonblocking: true, c: "void wsp_ggml_backend_load_all_from_path(const char *dir_path)" },
+  wsp_ggml_backend_load_all_from_path: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_load_all_from_path", args: ["pointer"], result: "void", nonblocking: true, c: "void wsp_ggml_backend_load_all_from_path(const char *dir_path)" },
   /**
    * Initialize a backend scheduler, backends with low index are given priority over backends with high index
    *
    * C: `wsp_ggml_backend_sched_t wsp_ggml_backend_sched_new(wsp_ggml_backend_t *backends, wsp_ggml_backend_buffer_type_t *bufts, int n_backends, size_t graph_size, _Bool parallel, _Bool op_offload)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_new`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_new: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "i32", "usize", "bool", "bool"], result: "pointer", c: "wsp_ggml_backend_sched_t wsp_ggml_backend_sched_new(wsp_ggml_backend_t *backends, wsp_ggml_backend_buffer_type_t *bufts, int n_backends, size_t graph_size, _Bool parallel, _Bool op_offload)" },
+  wsp_ggml_backend_sched_new: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_new", args: ["pointer", "pointer", "i32", "usize", "bool", "bool"], result: "pointer", c: "wsp_ggml_backend_sched_t wsp_ggml_backend_sched_new(wsp_ggml_backend_t *backends, wsp_ggml_backend_buffer_type_t *bufts, int n_backends, size_t graph_size, _Bool parallel, _Bool op_offload)" },
   /**
    * C: `void wsp_ggml_backend_sched_free(wsp_ggml_backend_sched_t sched)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_free: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_sched_free(wsp_ggml_backend_sched_t sched)" },
+  wsp_ggml_backend_sched_free: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_free", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_sched_free(wsp_ggml_backend_sched_t sched)" },
   /**
    * Initialize backend buffers from a measure graph
    *
    * C: `_Bool wsp_ggml_backend_sched_reserve(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *measure_graph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_reserve`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_reserve: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_sched_reserve(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *measure_graph)" },
+  wsp_ggml_backend_sched_reserve: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_reserve", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_sched_reserve(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *measure_graph)" },
   /**
    * C: `int wsp_ggml_backend_sched_get_n_backends(wsp_ggml_backend_sched_t sched)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_get_n_backends`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_get_n_backends: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "i32", c: "int wsp_ggml_backend_sched_get_n_backends(wsp_ggml_backend_sched_t sched)" },
+  wsp_ggml_backend_sched_get_n_backends: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_get_n_backends", args: ["pointer"], result: "i32", c: "int wsp_ggml_backend_sched_get_n_backends(wsp_ggml_backend_sched_t sched)" },
   /**
    * C: `wsp_ggml_backend_t wsp_ggml_backend_sched_get_backend(wsp_ggml_backend_sched_t sched, int i)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_get_backend`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_get_backend: { library: "base", header: "ggml-backend.h", args: ["pointer", "i32"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_sched_get_backend(wsp_ggml_backend_sched_t sched, int i)" },
+  wsp_ggml_backend_sched_get_backend: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_get_backend", args: ["pointer", "i32"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_sched_get_backend(wsp_ggml_backend_sched_t sched, int i)" },
   /**
    * Get the number of splits of the last graph
    *
    * C: `int wsp_ggml_backend_sched_get_n_splits(wsp_ggml_backend_sched_t sched)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_get_n_splits`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_get_n_splits: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "i32", c: "int wsp_ggml_backend_sched_get_n_splits(wsp_ggml_backend_sched_t sched)" },
+  wsp_ggml_backend_sched_get_n_splits: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_get_n_splits", args: ["pointer"], result: "i32", c: "int wsp_ggml_backend_sched_get_n_splits(wsp_ggml_backend_sched_t sched)" },
   /**
    * C: `int wsp_ggml_backend_sched_get_n_copies(wsp_ggml_backend_sched_t sched)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_get_n_copies`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_get_n_copies: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "i32", c: "int wsp_ggml_backend_sched_get_n_copies(wsp_ggml_backend_sched_t sched)" },
+  wsp_ggml_backend_sched_get_n_copies: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_get_n_copies", args: ["pointer"], result: "i32", c: "int wsp_ggml_backend_sched_get_n_copies(wsp_ggml_backend_sched_t sched)" },
   /**
    * C: `wsp_ggml_backend_buffer_type_t wsp_ggml_backend_sched_get_buffer_type(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_get_buffer_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_get_buffer_type: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_sched_get_buffer_type(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_sched_get_buffer_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_get_buffer_type", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_sched_get_buffer_type(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_t backend)" },
   /**
    * C: `size_t wsp_ggml_backend_sched_get_buffer_size(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_get_buffer_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_get_buffer_size: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "usize", c: "size_t wsp_ggml_backend_sched_get_buffer_size(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_sched_get_buffer_size: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_get_buffer_size", args: ["pointer", "pointer"], result: "usize", c: "size_t wsp_ggml_backend_sched_get_buffer_size(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_t backend)" },
   /**
    * C: `void wsp_ggml_backend_sched_set_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node, wsp_ggml_backend_t backend)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_set_tensor_backend`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_set_tensor_backend: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_sched_set_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node, wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_sched_set_tensor_backend: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_set_tensor_backend", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_sched_set_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node, wsp_ggml_backend_t backend)" },
   /**
    * C: `wsp_ggml_backend_t wsp_ggml_backend_sched_get_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_get_tensor_backend`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_get_tensor_backend: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_sched_get_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node)" },
+  wsp_ggml_backend_sched_get_tensor_backend: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_get_tensor_backend", args: ["pointer", "pointer"], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_sched_get_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node)" },
   /**
    * Split graph without allocating it
    *
    * C: `void wsp_ggml_backend_sched_split_graph(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_split_graph`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_split_graph: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_sched_split_graph(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
+  wsp_ggml_backend_sched_split_graph: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_split_graph", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_sched_split_graph(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
   /**
    * Allocate and compute graph on the backend scheduler
    *
    * C: `_Bool wsp_ggml_backend_sched_alloc_graph(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_alloc_graph`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_alloc_graph: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_sched_alloc_graph(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
+  wsp_ggml_backend_sched_alloc_graph: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_alloc_graph", args: ["pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_sched_alloc_graph(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_graph_compute`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_graph_compute: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
+  wsp_ggml_backend_sched_graph_compute: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_graph_compute", args: ["pointer", "pointer"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute_async(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_graph_compute_async`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_graph_compute_async: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute_async(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
+  wsp_ggml_backend_sched_graph_compute_async: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_graph_compute_async", args: ["pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute_async(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph)" },
   /**
    * C: `void wsp_ggml_backend_sched_synchronize(wsp_ggml_backend_sched_t sched)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_synchronize`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_synchronize: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_sched_synchronize(wsp_ggml_backend_sched_t sched)" },
+  wsp_ggml_backend_sched_synchronize: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_synchronize", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_sched_synchronize(wsp_ggml_backend_sched_t sched)" },
   /**
    * Reset all assignments and allocators - must be called before changing the node backends or allocating a new graph.
    * This in effect deallocates all tensors that were previously allocated and leaves them with dangling pointers.
    * The correct way to use this API is to discard the deallocated tensors and create new ones.
    *
    * C: `void wsp_ggml_backend_sched_reset(wsp_ggml_backend_sched_t sched)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_reset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_reset: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_sched_reset(wsp_ggml_backend_sched_t sched)" },
+  wsp_ggml_backend_sched_reset: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_reset", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_sched_reset(wsp_ggml_backend_sched_t sched)" },
   /**
    * Set a callback to be called for each resulting node during graph compute
    *
    * C: `void wsp_ggml_backend_sched_set_eval_callback(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_sched_eval_callback callback, void *user_data)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_sched_set_eval_callback`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_sched_set_eval_callback: { library: "base", header: "ggml-backend.h", args: ["pointer", "function", "pointer"], result: "void", c: "void wsp_ggml_backend_sched_set_eval_callback(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_sched_eval_callback callback, void *user_data)" },
+  wsp_ggml_backend_sched_set_eval_callback: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_sched_set_eval_callback", args: ["pointer", "function", "pointer"], result: "void", c: "void wsp_ggml_backend_sched_set_eval_callback(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_sched_eval_callback callback, void *user_data)" },
   /**
    * Copy a graph to a different backend
    *
    * C: `struct wsp_ggml_backend_graph_copy wsp_ggml_backend_graph_copy(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *graph)` (ggml-backend.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_backend_graph_copy`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_graph_copy`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_graph_copy: { library: "base", header: "ggml-backend.h", symbol: "wsp_shim_ggml_backend_graph_copy", args: ["pointer", "pointer", "pointer"], result: "void", c: "struct wsp_ggml_backend_graph_copy wsp_ggml_backend_graph_copy(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *graph)" },
+  wsp_ggml_backend_graph_copy: { library: "base", header: "ggml-backend.h", symbol: "wsp_shim_ggml_backend_graph_copy", num: "wsp_num_ggml_backend_graph_copy", args: ["pointer", "pointer", "pointer"], result: "void", c: "struct wsp_ggml_backend_graph_copy wsp_ggml_backend_graph_copy(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *graph)" },
   /**
    * C: `void wsp_ggml_backend_graph_copy_free(struct wsp_ggml_backend_graph_copy copy)` (ggml-backend.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_backend_graph_copy_free`: records by value are passed by pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_graph_copy_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_graph_copy_free: { library: "base", header: "ggml-backend.h", symbol: "wsp_shim_ggml_backend_graph_copy_free", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_graph_copy_free(struct wsp_ggml_backend_graph_copy copy)" },
+  wsp_ggml_backend_graph_copy_free: { library: "base", header: "ggml-backend.h", symbol: "wsp_shim_ggml_backend_graph_copy_free", num: "wsp_num_ggml_backend_graph_copy_free", args: ["pointer"], result: "void", c: "void wsp_ggml_backend_graph_copy_free(struct wsp_ggml_backend_graph_copy copy)" },
   /**
    * Compare the output of two backends
    *
    * C: `_Bool wsp_ggml_backend_compare_graph_backend(wsp_ggml_backend_t backend1, wsp_ggml_backend_t backend2, struct wsp_ggml_cgraph *graph, wsp_ggml_backend_eval_callback callback, void *user_data, struct wsp_ggml_tensor *test_node)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_compare_graph_backend`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_compare_graph_backend: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer", "function", "pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_compare_graph_backend(wsp_ggml_backend_t backend1, wsp_ggml_backend_t backend2, struct wsp_ggml_cgraph *graph, wsp_ggml_backend_eval_callback callback, void *user_data, struct wsp_ggml_tensor *test_node)" },
+  wsp_ggml_backend_compare_graph_backend: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_compare_graph_backend", args: ["pointer", "pointer", "pointer", "function", "pointer", "pointer"], result: "bool", c: "_Bool wsp_ggml_backend_compare_graph_backend(wsp_ggml_backend_t backend1, wsp_ggml_backend_t backend2, struct wsp_ggml_cgraph *graph, wsp_ggml_backend_eval_callback callback, void *user_data, struct wsp_ggml_tensor *test_node)" },
   /**
    * Tensor initialization
    *
    * C: `enum wsp_ggml_status wsp_ggml_backend_tensor_alloc(wsp_ggml_backend_buffer_t buffer, struct wsp_ggml_tensor *tensor, void *addr)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_tensor_alloc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_tensor_alloc: { library: "base", header: "ggml-backend.h", args: ["pointer", "pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_tensor_alloc(wsp_ggml_backend_buffer_t buffer, struct wsp_ggml_tensor *tensor, void *addr)" },
+  wsp_ggml_backend_tensor_alloc: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_tensor_alloc", args: ["pointer", "pointer", "pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_tensor_alloc(wsp_ggml_backend_buffer_t buffer, struct wsp_ggml_tensor *tensor, void *addr)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_backend_view_init(struct wsp_ggml_tensor *tensor)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_view_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_view_init: { library: "base", header: "ggml-backend.h", args: ["pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_view_init(struct wsp_ggml_tensor *tensor)" },
+  wsp_ggml_backend_view_init: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_view_init", args: ["pointer"], result: "i32", c: "enum wsp_ggml_status wsp_ggml_backend_view_init(struct wsp_ggml_tensor *tensor)" },
   /**
    * CPU buffer types are always available
    *
    * C: `wsp_ggml_backend_buffer_t wsp_ggml_backend_cpu_buffer_from_ptr(void *ptr, size_t size)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_cpu_buffer_from_ptr`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_cpu_buffer_from_ptr: { library: "base", header: "ggml-backend.h", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_cpu_buffer_from_ptr(void *ptr, size_t size)" },
+  wsp_ggml_backend_cpu_buffer_from_ptr: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_cpu_buffer_from_ptr", args: ["pointer", "usize"], result: "pointer", c: "wsp_ggml_backend_buffer_t wsp_ggml_backend_cpu_buffer_from_ptr(void *ptr, size_t size)" },
   /**
    * C: `wsp_ggml_backend_buffer_type_t wsp_ggml_backend_cpu_buffer_type(void)` (ggml-backend.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_cpu_buffer_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_cpu_buffer_type: { library: "base", header: "ggml-backend.h", args: [], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_cpu_buffer_type(void)" },
+  wsp_ggml_backend_cpu_buffer_type: { library: "base", header: "ggml-backend.h", num: "wsp_num_ggml_backend_cpu_buffer_type", args: [], result: "pointer", c: "wsp_ggml_backend_buffer_type_t wsp_ggml_backend_cpu_buffer_type(void)" },
   /**
    * C: `void wsp_ggml_numa_init(enum wsp_ggml_numa_strategy numa)` (ggml-cpu.h, library `cpu`).
    */
@@ -4184,60 +5052,88 @@ export const functions = {
   wsp_ggml_is_numa: { library: "cpu", header: "ggml-cpu.h", args: [], result: "bool", c: "_Bool wsp_ggml_is_numa(void)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_i32(struct wsp_ggml_context *ctx, int32_t value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_i32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_i32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_i32(struct wsp_ggml_context *ctx, int32_t value)" },
+  wsp_ggml_new_i32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_new_i32", args: ["pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_i32(struct wsp_ggml_context *ctx, int32_t value)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_new_f32(struct wsp_ggml_context *ctx, float value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_new_f32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_new_f32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_f32(struct wsp_ggml_context *ctx, float value)" },
+  wsp_ggml_new_f32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_new_f32", args: ["pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_new_f32(struct wsp_ggml_context *ctx, float value)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_i32(struct wsp_ggml_tensor *tensor, int32_t value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_i32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_i32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_i32(struct wsp_ggml_tensor *tensor, int32_t value)" },
+  wsp_ggml_set_i32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_set_i32", args: ["pointer", "i32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_i32(struct wsp_ggml_tensor *tensor, int32_t value)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_set_f32(struct wsp_ggml_tensor *tensor, float value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_f32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_f32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_f32(struct wsp_ggml_tensor *tensor, float value)" },
+  wsp_ggml_set_f32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_set_f32", args: ["pointer", "f32"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_set_f32(struct wsp_ggml_tensor *tensor, float value)" },
   /**
    * C: `int32_t wsp_ggml_get_i32_1d(const struct wsp_ggml_tensor *tensor, int i)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_i32_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_i32_1d: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32"], result: "i32", c: "int32_t wsp_ggml_get_i32_1d(const struct wsp_ggml_tensor *tensor, int i)" },
+  wsp_ggml_get_i32_1d: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_get_i32_1d", args: ["pointer", "i32"], result: "i32", c: "int32_t wsp_ggml_get_i32_1d(const struct wsp_ggml_tensor *tensor, int i)" },
   /**
    * C: `void wsp_ggml_set_i32_1d(const struct wsp_ggml_tensor *tensor, int i, int32_t value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_i32_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_i32_1d: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32", "i32"], result: "void", c: "void wsp_ggml_set_i32_1d(const struct wsp_ggml_tensor *tensor, int i, int32_t value)" },
+  wsp_ggml_set_i32_1d: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_set_i32_1d", args: ["pointer", "i32", "i32"], result: "void", c: "void wsp_ggml_set_i32_1d(const struct wsp_ggml_tensor *tensor, int i, int32_t value)" },
   /**
    * C: `int32_t wsp_ggml_get_i32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_i32_nd`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_i32_nd: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32", "i32", "i32", "i32"], result: "i32", c: "int32_t wsp_ggml_get_i32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3)" },
+  wsp_ggml_get_i32_nd: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_get_i32_nd", args: ["pointer", "i32", "i32", "i32", "i32"], result: "i32", c: "int32_t wsp_ggml_get_i32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3)" },
   /**
    * C: `void wsp_ggml_set_i32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3, int32_t value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_i32_nd`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_i32_nd: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32", "i32", "i32", "i32", "i32"], result: "void", c: "void wsp_ggml_set_i32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3, int32_t value)" },
+  wsp_ggml_set_i32_nd: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_set_i32_nd", args: ["pointer", "i32", "i32", "i32", "i32", "i32"], result: "void", c: "void wsp_ggml_set_i32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3, int32_t value)" },
   /**
    * C: `float wsp_ggml_get_f32_1d(const struct wsp_ggml_tensor *tensor, int i)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_f32_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_f32_1d: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32"], result: "f32", c: "float wsp_ggml_get_f32_1d(const struct wsp_ggml_tensor *tensor, int i)" },
+  wsp_ggml_get_f32_1d: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_get_f32_1d", args: ["pointer", "i32"], result: "f32", c: "float wsp_ggml_get_f32_1d(const struct wsp_ggml_tensor *tensor, int i)" },
   /**
    * C: `void wsp_ggml_set_f32_1d(const struct wsp_ggml_tensor *tensor, int i, float value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_f32_1d`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_f32_1d: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32", "f32"], result: "void", c: "void wsp_ggml_set_f32_1d(const struct wsp_ggml_tensor *tensor, int i, float value)" },
+  wsp_ggml_set_f32_1d: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_set_f32_1d", args: ["pointer", "i32", "f32"], result: "void", c: "void wsp_ggml_set_f32_1d(const struct wsp_ggml_tensor *tensor, int i, float value)" },
   /**
    * C: `float wsp_ggml_get_f32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_f32_nd`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_f32_nd: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32", "i32", "i32", "i32"], result: "f32", c: "float wsp_ggml_get_f32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3)" },
+  wsp_ggml_get_f32_nd: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_get_f32_nd", args: ["pointer", "i32", "i32", "i32", "i32"], result: "f32", c: "float wsp_ggml_get_f32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3)" },
   /**
    * C: `void wsp_ggml_set_f32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3, float value)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_set_f32_nd`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_set_f32_nd: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32", "i32", "i32", "i32", "f32"], result: "void", c: "void wsp_ggml_set_f32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3, float value)" },
+  wsp_ggml_set_f32_nd: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_set_f32_nd", args: ["pointer", "i32", "i32", "i32", "i32", "f32"], result: "void", c: "void wsp_ggml_set_f32_nd(const struct wsp_ggml_tensor *tensor, int i0, int i1, int i2, int i3, float value)" },
   /**
    * C: `struct wsp_ggml_threadpool *wsp_ggml_threadpool_new(struct wsp_ggml_threadpool_params *params)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_threadpool_new`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_threadpool_new: { library: "cpu", header: "ggml-cpu.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_threadpool *wsp_ggml_threadpool_new(struct wsp_ggml_threadpool_params *params)" },
+  wsp_ggml_threadpool_new: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_threadpool_new", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_threadpool *wsp_ggml_threadpool_new(struct wsp_ggml_threadpool_params *params)" },
   /**
    * C: `void wsp_ggml_threadpool_free(struct wsp_ggml_threadpool *threadpool)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_threadpool_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_threadpool_free: { library: "cpu", header: "ggml-cpu.h", args: ["pointer"], result: "void", c: "void wsp_ggml_threadpool_free(struct wsp_ggml_threadpool *threadpool)" },
+  wsp_ggml_threadpool_free: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_threadpool_free", args: ["pointer"], result: "void", c: "void wsp_ggml_threadpool_free(struct wsp_ggml_threadpool *threadpool)" },
   /**
    * C: `int wsp_ggml_threadpool_get_n_threads(struct wsp_ggml_threadpool *threadpool)` (ggml-cpu.h, library `cpu`).
    *
@@ -4246,12 +5142,16 @@ export const functions = {
   wsp_ggml_threadpool_get_n_threads: { library: "cpu", header: "ggml-cpu.h", args: ["pointer"], result: "i32", defined: false, c: "int wsp_ggml_threadpool_get_n_threads(struct wsp_ggml_threadpool *threadpool)" },
   /**
    * C: `void wsp_ggml_threadpool_pause(struct wsp_ggml_threadpool *threadpool)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_threadpool_pause`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_threadpool_pause: { library: "cpu", header: "ggml-cpu.h", args: ["pointer"], result: "void", c: "void wsp_ggml_threadpool_pause(struct wsp_ggml_threadpool *threadpool)" },
+  wsp_ggml_threadpool_pause: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_threadpool_pause", args: ["pointer"], result: "void", c: "void wsp_ggml_threadpool_pause(struct wsp_ggml_threadpool *threadpool)" },
   /**
    * C: `void wsp_ggml_threadpool_resume(struct wsp_ggml_threadpool *threadpool)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_threadpool_resume`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_threadpool_resume: { library: "cpu", header: "ggml-cpu.h", args: ["pointer"], result: "void", c: "void wsp_ggml_threadpool_resume(struct wsp_ggml_threadpool *threadpool)" },
+  wsp_ggml_threadpool_resume: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_threadpool_resume", args: ["pointer"], result: "void", c: "void wsp_ggml_threadpool_resume(struct wsp_ggml_threadpool *threadpool)" },
   /**
    * wsp_ggml_graph_plan() has to be called before wsp_ggml_graph_compute()
    * when plan.work_size > 0, caller must allocate memory for plan.work_data
@@ -4259,19 +5159,25 @@ export const functions = {
    * C: `struct wsp_ggml_cplan wsp_ggml_graph_plan(const struct wsp_ggml_cgraph *cgraph, int n_threads, struct wsp_ggml_threadpool *threadpool)` (ggml-cpu.h, library `cpu`).
    *
    * Bound to the C shim `wsp_shim_ggml_graph_plan`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_plan`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_plan: { library: "cpu", header: "ggml-cpu.h", symbol: "wsp_shim_ggml_graph_plan", args: ["pointer", "i32", "pointer", "pointer"], result: "void", c: "struct wsp_ggml_cplan wsp_ggml_graph_plan(const struct wsp_ggml_cgraph *cgraph, int n_threads, struct wsp_ggml_threadpool *threadpool)" },
+  wsp_ggml_graph_plan: { library: "cpu", header: "ggml-cpu.h", symbol: "wsp_shim_ggml_graph_plan", num: "wsp_num_ggml_graph_plan", args: ["pointer", "i32", "pointer", "pointer"], result: "void", c: "struct wsp_ggml_cplan wsp_ggml_graph_plan(const struct wsp_ggml_cgraph *cgraph, int n_threads, struct wsp_ggml_threadpool *threadpool)" },
   /**
    * C: `enum wsp_ggml_status wsp_ggml_graph_compute(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_cplan *cplan)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_compute`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_compute: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_graph_compute(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_cplan *cplan)" },
+  wsp_ggml_graph_compute: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_graph_compute", args: ["pointer", "pointer"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_graph_compute(struct wsp_ggml_cgraph *cgraph, struct wsp_ggml_cplan *cplan)" },
   /**
    * same as wsp_ggml_graph_compute() but the work data is allocated as a part of the context
    * note: the drawback of this API is that you must have ensured that the context has enough memory for the work data
    *
    * C: `enum wsp_ggml_status wsp_ggml_graph_compute_with_ctx(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, int n_threads)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_graph_compute_with_ctx`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_graph_compute_with_ctx: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer", "i32"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_graph_compute_with_ctx(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, int n_threads)" },
+  wsp_ggml_graph_compute_with_ctx: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_graph_compute_with_ctx", args: ["pointer", "pointer", "i32"], result: "i32", nonblocking: true, c: "enum wsp_ggml_status wsp_ggml_graph_compute_with_ctx(struct wsp_ggml_context *ctx, struct wsp_ggml_cgraph *cgraph, int n_threads)" },
   /**
    * x86
    *
@@ -4384,8 +5290,10 @@ export const functions = {
   wsp_ggml_cpu_has_llamafile: { library: "cpu", header: "ggml-cpu.h", args: [], result: "i32", c: "int wsp_ggml_cpu_has_llamafile(void)" },
   /**
    * C: `const struct wsp_ggml_type_traits_cpu *wsp_ggml_get_type_traits_cpu(enum wsp_ggml_type type)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_get_type_traits_cpu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_get_type_traits_cpu: { library: "cpu", header: "ggml-cpu.h", args: ["i32"], result: "pointer", c: "const struct wsp_ggml_type_traits_cpu *wsp_ggml_get_type_traits_cpu(enum wsp_ggml_type type)" },
+  wsp_ggml_get_type_traits_cpu: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_get_type_traits_cpu", args: ["i32"], result: "pointer", c: "const struct wsp_ggml_type_traits_cpu *wsp_ggml_get_type_traits_cpu(enum wsp_ggml_type type)" },
   /**
    * C: `void wsp_ggml_cpu_init(void)` (ggml-cpu.h, library `cpu`).
    */
@@ -4394,92 +5302,132 @@ export const functions = {
    * CPU backend
    *
    * C: `wsp_ggml_backend_t wsp_ggml_backend_cpu_init(void)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_cpu_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_cpu_init: { library: "cpu", header: "ggml-cpu.h", args: [], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_cpu_init(void)" },
+  wsp_ggml_backend_cpu_init: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_backend_cpu_init", args: [], result: "pointer", c: "wsp_ggml_backend_t wsp_ggml_backend_cpu_init(void)" },
   /**
    * C: `_Bool wsp_ggml_backend_is_cpu(wsp_ggml_backend_t backend)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_is_cpu`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_is_cpu: { library: "cpu", header: "ggml-cpu.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_backend_is_cpu(wsp_ggml_backend_t backend)" },
+  wsp_ggml_backend_is_cpu: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_backend_is_cpu", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_backend_is_cpu(wsp_ggml_backend_t backend)" },
   /**
    * C: `void wsp_ggml_backend_cpu_set_n_threads(wsp_ggml_backend_t backend_cpu, int n_threads)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_cpu_set_n_threads`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_cpu_set_n_threads: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_backend_cpu_set_n_threads(wsp_ggml_backend_t backend_cpu, int n_threads)" },
+  wsp_ggml_backend_cpu_set_n_threads: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_backend_cpu_set_n_threads", args: ["pointer", "i32"], result: "void", c: "void wsp_ggml_backend_cpu_set_n_threads(wsp_ggml_backend_t backend_cpu, int n_threads)" },
   /**
    * C: `void wsp_ggml_backend_cpu_set_threadpool(wsp_ggml_backend_t backend_cpu, wsp_ggml_threadpool_t threadpool)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_cpu_set_threadpool`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_cpu_set_threadpool: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_cpu_set_threadpool(wsp_ggml_backend_t backend_cpu, wsp_ggml_threadpool_t threadpool)" },
+  wsp_ggml_backend_cpu_set_threadpool: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_backend_cpu_set_threadpool", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_backend_cpu_set_threadpool(wsp_ggml_backend_t backend_cpu, wsp_ggml_threadpool_t threadpool)" },
   /**
    * C: `void wsp_ggml_backend_cpu_set_abort_callback(wsp_ggml_backend_t backend_cpu, wsp_ggml_abort_callback abort_callback, void *abort_callback_data)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_cpu_set_abort_callback`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_cpu_set_abort_callback: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "function", "pointer"], result: "void", c: "void wsp_ggml_backend_cpu_set_abort_callback(wsp_ggml_backend_t backend_cpu, wsp_ggml_abort_callback abort_callback, void *abort_callback_data)" },
+  wsp_ggml_backend_cpu_set_abort_callback: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_backend_cpu_set_abort_callback", args: ["pointer", "function", "pointer"], result: "void", c: "void wsp_ggml_backend_cpu_set_abort_callback(wsp_ggml_backend_t backend_cpu, wsp_ggml_abort_callback abort_callback, void *abort_callback_data)" },
   /**
    * C: `wsp_ggml_backend_reg_t wsp_ggml_backend_cpu_reg(void)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_backend_cpu_reg`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_backend_cpu_reg: { library: "cpu", header: "ggml-cpu.h", args: [], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_cpu_reg(void)" },
+  wsp_ggml_backend_cpu_reg: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_backend_cpu_reg", args: [], result: "pointer", c: "wsp_ggml_backend_reg_t wsp_ggml_backend_cpu_reg(void)" },
   /**
    * C: `void wsp_ggml_cpu_fp32_to_fp32(const float *arg0, float *arg1, int64_t arg2)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cpu_fp32_to_fp32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cpu_fp32_to_fp32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_fp32(const float *arg0, float *arg1, int64_t arg2)" },
+  wsp_ggml_cpu_fp32_to_fp32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_cpu_fp32_to_fp32", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_fp32(const float *arg0, float *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_cpu_fp32_to_i32(const float *arg0, int32_t *arg1, int64_t arg2)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cpu_fp32_to_i32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cpu_fp32_to_i32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_i32(const float *arg0, int32_t *arg1, int64_t arg2)" },
+  wsp_ggml_cpu_fp32_to_i32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_cpu_fp32_to_i32", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_i32(const float *arg0, int32_t *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_cpu_fp32_to_fp16(const float *arg0, wsp_ggml_fp16_t *arg1, int64_t arg2)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cpu_fp32_to_fp16`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cpu_fp32_to_fp16: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_fp16(const float *arg0, wsp_ggml_fp16_t *arg1, int64_t arg2)" },
+  wsp_ggml_cpu_fp32_to_fp16: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_cpu_fp32_to_fp16", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_fp16(const float *arg0, wsp_ggml_fp16_t *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_cpu_fp16_to_fp32(const wsp_ggml_fp16_t *arg0, float *arg1, int64_t arg2)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cpu_fp16_to_fp32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cpu_fp16_to_fp32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp16_to_fp32(const wsp_ggml_fp16_t *arg0, float *arg1, int64_t arg2)" },
+  wsp_ggml_cpu_fp16_to_fp32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_cpu_fp16_to_fp32", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp16_to_fp32(const wsp_ggml_fp16_t *arg0, float *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_cpu_fp32_to_bf16(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cpu_fp32_to_bf16`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cpu_fp32_to_bf16: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_bf16(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)" },
+  wsp_ggml_cpu_fp32_to_bf16: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_cpu_fp32_to_bf16", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_fp32_to_bf16(const float *arg0, wsp_ggml_bf16_t *arg1, int64_t arg2)" },
   /**
    * C: `void wsp_ggml_cpu_bf16_to_fp32(const wsp_ggml_bf16_t *arg0, float *arg1, int64_t arg2)` (ggml-cpu.h, library `cpu`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_cpu_bf16_to_fp32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_cpu_bf16_to_fp32: { library: "cpu", header: "ggml-cpu.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_bf16_to_fp32(const wsp_ggml_bf16_t *arg0, float *arg1, int64_t arg2)" },
+  wsp_ggml_cpu_bf16_to_fp32: { library: "cpu", header: "ggml-cpu.h", num: "wsp_num_ggml_cpu_bf16_to_fp32", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_cpu_bf16_to_fp32(const wsp_ggml_bf16_t *arg0, float *arg1, int64_t arg2)" },
   /**
    * ====== Dataset ======
    *
    * C: `wsp_ggml_opt_dataset_t wsp_ggml_opt_dataset_init(enum wsp_ggml_type type_data, enum wsp_ggml_type type_label, int64_t ne_datapoint, int64_t ne_label, int64_t ndata, int64_t ndata_shard)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_init: { library: "base", header: "ggml-opt.h", args: ["i32", "i32", "i64", "i64", "i64", "i64"], result: "pointer", c: "wsp_ggml_opt_dataset_t wsp_ggml_opt_dataset_init(enum wsp_ggml_type type_data, enum wsp_ggml_type type_label, int64_t ne_datapoint, int64_t ne_label, int64_t ndata, int64_t ndata_shard)" },
+  wsp_ggml_opt_dataset_init: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_init", args: ["i32", "i32", "i64", "i64", "i64", "i64"], result: "pointer", c: "wsp_ggml_opt_dataset_t wsp_ggml_opt_dataset_init(enum wsp_ggml_type type_data, enum wsp_ggml_type type_label, int64_t ne_datapoint, int64_t ne_label, int64_t ndata, int64_t ndata_shard)" },
   /**
    * C: `void wsp_ggml_opt_dataset_free(wsp_ggml_opt_dataset_t dataset)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_free: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_dataset_free(wsp_ggml_opt_dataset_t dataset)" },
+  wsp_ggml_opt_dataset_free: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_free", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_dataset_free(wsp_ggml_opt_dataset_t dataset)" },
   /**
    * get underlying tensors that store the data
    *
    * C: `int64_t wsp_ggml_opt_dataset_ndata(wsp_ggml_opt_dataset_t dataset)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_ndata`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_ndata: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "i64", c: "int64_t wsp_ggml_opt_dataset_ndata(wsp_ggml_opt_dataset_t dataset)" },
+  wsp_ggml_opt_dataset_ndata: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_ndata", args: ["pointer"], result: "i64", c: "int64_t wsp_ggml_opt_dataset_ndata(wsp_ggml_opt_dataset_t dataset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_dataset_data(wsp_ggml_opt_dataset_t dataset)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_data: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_dataset_data(wsp_ggml_opt_dataset_t dataset)" },
+  wsp_ggml_opt_dataset_data: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_data", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_dataset_data(wsp_ggml_opt_dataset_t dataset)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_dataset_labels(wsp_ggml_opt_dataset_t dataset)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_labels`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_labels: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_dataset_labels(wsp_ggml_opt_dataset_t dataset)" },
+  wsp_ggml_opt_dataset_labels: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_labels", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_dataset_labels(wsp_ggml_opt_dataset_t dataset)" },
   /**
    * shuffle idata first datapoints from dataset with RNG from opt_ctx, shuffle all datapoints if idata is negative
    *
    * C: `void wsp_ggml_opt_dataset_shuffle(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, int64_t idata)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_shuffle`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_shuffle: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_opt_dataset_shuffle(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, int64_t idata)" },
+  wsp_ggml_opt_dataset_shuffle: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_shuffle", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_opt_dataset_shuffle(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, int64_t idata)" },
   /**
    * get batch at position ibatch from dataset and copy the data to data_batch and labels_batch
    *
    * C: `void wsp_ggml_opt_dataset_get_batch(wsp_ggml_opt_dataset_t dataset, struct wsp_ggml_tensor *data_batch, struct wsp_ggml_tensor *labels_batch, int64_t ibatch)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_get_batch`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_get_batch: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_opt_dataset_get_batch(wsp_ggml_opt_dataset_t dataset, struct wsp_ggml_tensor *data_batch, struct wsp_ggml_tensor *labels_batch, int64_t ibatch)" },
+  wsp_ggml_opt_dataset_get_batch: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_get_batch", args: ["pointer", "pointer", "pointer", "i64"], result: "void", c: "void wsp_ggml_opt_dataset_get_batch(wsp_ggml_opt_dataset_t dataset, struct wsp_ggml_tensor *data_batch, struct wsp_ggml_tensor *labels_batch, int64_t ibatch)" },
   /**
    * C: `void wsp_ggml_opt_dataset_get_batch_host(wsp_ggml_opt_dataset_t dataset, void *data_batch, size_t nb_data_batch, void *labels_batch, int64_t ibatch)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_dataset_get_batch_host`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_dataset_get_batch_host: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "usize", "pointer", "i64"], result: "void", c: "void wsp_ggml_opt_dataset_get_batch_host(wsp_ggml_opt_dataset_t dataset, void *data_batch, size_t nb_data_batch, void *labels_batch, int64_t ibatch)" },
+  wsp_ggml_opt_dataset_get_batch_host: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_dataset_get_batch_host", args: ["pointer", "pointer", "usize", "pointer", "i64"], result: "void", c: "void wsp_ggml_opt_dataset_get_batch_host(wsp_ggml_opt_dataset_t dataset, void *data_batch, size_t nb_data_batch, void *labels_batch, int64_t ibatch)" },
   /**
    * returns the default optimizer params (constant, hard-coded values)
    * userdata is not used
@@ -4487,16 +5435,20 @@ export const functions = {
    * C: `struct wsp_ggml_opt_optimizer_params wsp_ggml_opt_get_default_optimizer_params(void *userdata)` (ggml-opt.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_opt_get_default_optimizer_params`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_get_default_optimizer_params`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_get_default_optimizer_params: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_get_default_optimizer_params", args: ["pointer", "pointer"], result: "void", c: "struct wsp_ggml_opt_optimizer_params wsp_ggml_opt_get_default_optimizer_params(void *userdata)" },
+  wsp_ggml_opt_get_default_optimizer_params: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_get_default_optimizer_params", num: "wsp_num_ggml_opt_get_default_optimizer_params", args: ["pointer", "pointer"], result: "void", c: "struct wsp_ggml_opt_optimizer_params wsp_ggml_opt_get_default_optimizer_params(void *userdata)" },
   /**
    * casts userdata to wsp_ggml_opt_optimizer_params and returns it
    *
    * C: `struct wsp_ggml_opt_optimizer_params wsp_ggml_opt_get_constant_optimizer_params(void *userdata)` (ggml-opt.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_opt_get_constant_optimizer_params`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_get_constant_optimizer_params`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_get_constant_optimizer_params: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_get_constant_optimizer_params", args: ["pointer", "pointer"], result: "void", c: "struct wsp_ggml_opt_optimizer_params wsp_ggml_opt_get_constant_optimizer_params(void *userdata)" },
+  wsp_ggml_opt_get_constant_optimizer_params: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_get_constant_optimizer_params", num: "wsp_num_ggml_opt_get_constant_optimizer_params", args: ["pointer", "pointer"], result: "void", c: "struct wsp_ggml_opt_optimizer_params wsp_ggml_opt_get_constant_optimizer_params(void *userdata)" },
   /**
    * get parameters for an optimization context with defaults set where possible
    * parameters for which no sensible defaults exist are supplied as arguments to this function
@@ -4504,220 +5456,312 @@ export const functions = {
    * C: `struct wsp_ggml_opt_params wsp_ggml_opt_default_params(wsp_ggml_backend_sched_t backend_sched, enum wsp_ggml_opt_loss_type loss_type)` (ggml-opt.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_opt_default_params`: records by value are passed by pointer, and the record result is written through the trailing `ret` pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_default_params`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_default_params: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_default_params", args: ["pointer", "i32", "pointer"], result: "void", c: "struct wsp_ggml_opt_params wsp_ggml_opt_default_params(wsp_ggml_backend_sched_t backend_sched, enum wsp_ggml_opt_loss_type loss_type)" },
+  wsp_ggml_opt_default_params: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_default_params", num: "wsp_num_ggml_opt_default_params", args: ["pointer", "i32", "pointer"], result: "void", c: "struct wsp_ggml_opt_params wsp_ggml_opt_default_params(wsp_ggml_backend_sched_t backend_sched, enum wsp_ggml_opt_loss_type loss_type)" },
   /**
    * C: `wsp_ggml_opt_context_t wsp_ggml_opt_init(struct wsp_ggml_opt_params params)` (ggml-opt.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_ggml_opt_init`: records by value are passed by pointer.
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_init: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_init", args: ["pointer"], result: "pointer", c: "wsp_ggml_opt_context_t wsp_ggml_opt_init(struct wsp_ggml_opt_params params)" },
+  wsp_ggml_opt_init: { library: "base", header: "ggml-opt.h", symbol: "wsp_shim_ggml_opt_init", num: "wsp_num_ggml_opt_init", args: ["pointer"], result: "pointer", c: "wsp_ggml_opt_context_t wsp_ggml_opt_init(struct wsp_ggml_opt_params params)" },
   /**
    * C: `void wsp_ggml_opt_free(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_free: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_free(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_free: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_free", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_free(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * set gradients to zero, initilize loss, and optionally reset the optimizer
    *
    * C: `void wsp_ggml_opt_reset(wsp_ggml_opt_context_t opt_ctx, _Bool optimizer)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_reset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_reset: { library: "base", header: "ggml-opt.h", args: ["pointer", "bool"], result: "void", c: "void wsp_ggml_opt_reset(wsp_ggml_opt_context_t opt_ctx, _Bool optimizer)" },
+  wsp_ggml_opt_reset: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_reset", args: ["pointer", "bool"], result: "void", c: "void wsp_ggml_opt_reset(wsp_ggml_opt_context_t opt_ctx, _Bool optimizer)" },
   /**
    * C: `_Bool wsp_ggml_opt_static_graphs(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_static_graphs`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_static_graphs: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_opt_static_graphs(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_static_graphs: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_static_graphs", args: ["pointer"], result: "bool", c: "_Bool wsp_ggml_opt_static_graphs(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * get underlying tensors that store data
    * if not using static graphs these pointers become invalid with the next call to wsp_ggml_opt_alloc
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_inputs(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_inputs`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_inputs: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_inputs(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_inputs: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_inputs", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_inputs(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_outputs(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_outputs`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_outputs: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_outputs(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_outputs: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_outputs", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_outputs(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_labels(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_labels`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_labels: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_labels(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_labels: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_labels", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_labels(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_loss(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_loss`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_loss: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_loss(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_loss: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_loss", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_loss(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_pred(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_pred`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_pred: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_pred(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_pred: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_pred", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_pred(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_ncorrect(wsp_ggml_opt_context_t opt_ctx)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_ncorrect`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_ncorrect: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_ncorrect(wsp_ggml_opt_context_t opt_ctx)" },
+  wsp_ggml_opt_ncorrect: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_ncorrect", args: ["pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_ncorrect(wsp_ggml_opt_context_t opt_ctx)" },
   /**
    * get the gradient accumulator for a node from the forward graph
    *
    * C: `struct wsp_ggml_tensor *wsp_ggml_opt_grad_acc(wsp_ggml_opt_context_t opt_ctx, struct wsp_ggml_tensor *node)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_grad_acc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_grad_acc: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_grad_acc(wsp_ggml_opt_context_t opt_ctx, struct wsp_ggml_tensor *node)" },
+  wsp_ggml_opt_grad_acc: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_grad_acc", args: ["pointer", "pointer"], result: "pointer", c: "struct wsp_ggml_tensor *wsp_ggml_opt_grad_acc(wsp_ggml_opt_context_t opt_ctx, struct wsp_ggml_tensor *node)" },
   /**
    * C: `enum wsp_ggml_opt_optimizer_type wsp_ggml_opt_context_optimizer_type(wsp_ggml_opt_context_t arg0)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_context_optimizer_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_context_optimizer_type: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "i32", c: "enum wsp_ggml_opt_optimizer_type wsp_ggml_opt_context_optimizer_type(wsp_ggml_opt_context_t arg0)" },
+  wsp_ggml_opt_context_optimizer_type: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_context_optimizer_type", args: ["pointer"], result: "i32", c: "enum wsp_ggml_opt_optimizer_type wsp_ggml_opt_context_optimizer_type(wsp_ggml_opt_context_t arg0)" },
   /**
    * C: `const char *wsp_ggml_opt_optimizer_name(enum wsp_ggml_opt_optimizer_type arg0)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_optimizer_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_optimizer_name: { library: "base", header: "ggml-opt.h", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_opt_optimizer_name(enum wsp_ggml_opt_optimizer_type arg0)" },
+  wsp_ggml_opt_optimizer_name: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_optimizer_name", args: ["i32"], result: "pointer", c: "const char *wsp_ggml_opt_optimizer_name(enum wsp_ggml_opt_optimizer_type arg0)" },
   /**
    * ====== Optimization Result ======
    *
    * C: `wsp_ggml_opt_result_t wsp_ggml_opt_result_init(void)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_result_init`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_result_init: { library: "base", header: "ggml-opt.h", args: [], result: "pointer", c: "wsp_ggml_opt_result_t wsp_ggml_opt_result_init(void)" },
+  wsp_ggml_opt_result_init: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_result_init", args: [], result: "pointer", c: "wsp_ggml_opt_result_t wsp_ggml_opt_result_init(void)" },
   /**
    * C: `void wsp_ggml_opt_result_free(wsp_ggml_opt_result_t result)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_result_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_result_free: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_result_free(wsp_ggml_opt_result_t result)" },
+  wsp_ggml_opt_result_free: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_result_free", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_result_free(wsp_ggml_opt_result_t result)" },
   /**
    * C: `void wsp_ggml_opt_result_reset(wsp_ggml_opt_result_t result)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_result_reset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_result_reset: { library: "base", header: "ggml-opt.h", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_result_reset(wsp_ggml_opt_result_t result)" },
+  wsp_ggml_opt_result_reset: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_result_reset", args: ["pointer"], result: "void", c: "void wsp_ggml_opt_result_reset(wsp_ggml_opt_result_t result)" },
   /**
    * get data from result, uncertainties are optional and can be ignored by passing NULL
    *
    * C: `void wsp_ggml_opt_result_ndata(wsp_ggml_opt_result_t result, int64_t *ndata)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_result_ndata`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_result_ndata: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_ndata(wsp_ggml_opt_result_t result, int64_t *ndata)" },
+  wsp_ggml_opt_result_ndata: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_result_ndata", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_ndata(wsp_ggml_opt_result_t result, int64_t *ndata)" },
   /**
    * C: `void wsp_ggml_opt_result_loss(wsp_ggml_opt_result_t result, double *loss, double *unc)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_result_loss`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_result_loss: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_loss(wsp_ggml_opt_result_t result, double *loss, double *unc)" },
+  wsp_ggml_opt_result_loss: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_result_loss", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_loss(wsp_ggml_opt_result_t result, double *loss, double *unc)" },
   /**
    * C: `void wsp_ggml_opt_result_pred(wsp_ggml_opt_result_t result, int32_t *pred)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_result_pred`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_result_pred: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_pred(wsp_ggml_opt_result_t result, int32_t *pred)" },
+  wsp_ggml_opt_result_pred: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_result_pred", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_pred(wsp_ggml_opt_result_t result, int32_t *pred)" },
   /**
    * C: `void wsp_ggml_opt_result_accuracy(wsp_ggml_opt_result_t result, double *accuracy, double *unc)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_result_accuracy`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_result_accuracy: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_accuracy(wsp_ggml_opt_result_t result, double *accuracy, double *unc)" },
+  wsp_ggml_opt_result_accuracy: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_result_accuracy", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_result_accuracy(wsp_ggml_opt_result_t result, double *accuracy, double *unc)" },
   /**
    * if not using static graphs, this function must be called prior to wsp_ggml_opt_alloc
    *
    * C: `void wsp_ggml_opt_prepare_alloc(wsp_ggml_opt_context_t opt_ctx, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_cgraph *gf, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_prepare_alloc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_prepare_alloc: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_prepare_alloc(wsp_ggml_opt_context_t opt_ctx, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_cgraph *gf, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs)" },
+  wsp_ggml_opt_prepare_alloc: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_prepare_alloc", args: ["pointer", "pointer", "pointer", "pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_prepare_alloc(wsp_ggml_opt_context_t opt_ctx, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_cgraph *gf, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs)" },
   /**
    * allocate the next graph for evaluation, either forward or forward + backward
    * must be called exactly once prior to calling wsp_ggml_opt_eval
    *
    * C: `void wsp_ggml_opt_alloc(wsp_ggml_opt_context_t opt_ctx, _Bool backward)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_alloc`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_alloc: { library: "base", header: "ggml-opt.h", args: ["pointer", "bool"], result: "void", c: "void wsp_ggml_opt_alloc(wsp_ggml_opt_context_t opt_ctx, _Bool backward)" },
+  wsp_ggml_opt_alloc: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_alloc", args: ["pointer", "bool"], result: "void", c: "void wsp_ggml_opt_alloc(wsp_ggml_opt_context_t opt_ctx, _Bool backward)" },
   /**
    * do forward pass, increment result if not NULL, do backward pass if allocated
    *
    * C: `void wsp_ggml_opt_eval(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_result_t result)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_eval`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_eval: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_eval(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_result_t result)" },
+  wsp_ggml_opt_eval: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_eval", args: ["pointer", "pointer"], result: "void", c: "void wsp_ggml_opt_eval(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_result_t result)" },
   /**
    * do training on front of dataset, do evaluation only on back of dataset
    *
    * C: `void wsp_ggml_opt_epoch(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result_train, wsp_ggml_opt_result_t result_eval, int64_t idata_split, wsp_ggml_opt_epoch_callback callback_train, wsp_ggml_opt_epoch_callback callback_eval)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_epoch`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_epoch: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "pointer", "i64", "function", "function"], result: "void", c: "void wsp_ggml_opt_epoch(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result_train, wsp_ggml_opt_result_t result_eval, int64_t idata_split, wsp_ggml_opt_epoch_callback callback_train, wsp_ggml_opt_epoch_callback callback_eval)" },
+  wsp_ggml_opt_epoch: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_epoch", args: ["pointer", "pointer", "pointer", "pointer", "i64", "function", "function"], result: "void", c: "void wsp_ggml_opt_epoch(wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result_train, wsp_ggml_opt_result_t result_eval, int64_t idata_split, wsp_ggml_opt_epoch_callback callback_train, wsp_ggml_opt_epoch_callback callback_eval)" },
   /**
    * callback that prints a progress bar on stderr
    *
    * C: `void wsp_ggml_opt_epoch_callback_progress_bar(_Bool train, wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result, int64_t ibatch, int64_t ibatch_max, int64_t t_start_us)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_epoch_callback_progress_bar`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_epoch_callback_progress_bar: { library: "base", header: "ggml-opt.h", args: ["bool", "pointer", "pointer", "pointer", "i64", "i64", "i64"], result: "void", c: "void wsp_ggml_opt_epoch_callback_progress_bar(_Bool train, wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result, int64_t ibatch, int64_t ibatch_max, int64_t t_start_us)" },
+  wsp_ggml_opt_epoch_callback_progress_bar: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_epoch_callback_progress_bar", args: ["bool", "pointer", "pointer", "pointer", "i64", "i64", "i64"], result: "void", c: "void wsp_ggml_opt_epoch_callback_progress_bar(_Bool train, wsp_ggml_opt_context_t opt_ctx, wsp_ggml_opt_dataset_t dataset, wsp_ggml_opt_result_t result, int64_t ibatch, int64_t ibatch_max, int64_t t_start_us)" },
   /**
    * fit model defined by inputs and outputs to dataset
    *
    * C: `void wsp_ggml_opt_fit(wsp_ggml_backend_sched_t backend_sched, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs, wsp_ggml_opt_dataset_t dataset, enum wsp_ggml_opt_loss_type loss_type, enum wsp_ggml_opt_optimizer_type optimizer, wsp_ggml_opt_get_optimizer_params get_opt_pars, int64_t nepoch, int64_t nbatch_logical, float val_split, _Bool silent)` (ggml-opt.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_ggml_opt_fit`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_ggml_opt_fit: { library: "base", header: "ggml-opt.h", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "i32", "i32", "function", "i64", "i64", "f32", "bool"], result: "void", nonblocking: true, c: "void wsp_ggml_opt_fit(wsp_ggml_backend_sched_t backend_sched, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs, wsp_ggml_opt_dataset_t dataset, enum wsp_ggml_opt_loss_type loss_type, enum wsp_ggml_opt_optimizer_type optimizer, wsp_ggml_opt_get_optimizer_params get_opt_pars, int64_t nepoch, int64_t nbatch_logical, float val_split, _Bool silent)" },
+  wsp_ggml_opt_fit: { library: "base", header: "ggml-opt.h", num: "wsp_num_ggml_opt_fit", args: ["pointer", "pointer", "pointer", "pointer", "pointer", "i32", "i32", "function", "i64", "i64", "f32", "bool"], result: "void", nonblocking: true, c: "void wsp_ggml_opt_fit(wsp_ggml_backend_sched_t backend_sched, struct wsp_ggml_context *ctx_compute, struct wsp_ggml_tensor *inputs, struct wsp_ggml_tensor *outputs, wsp_ggml_opt_dataset_t dataset, enum wsp_ggml_opt_loss_type loss_type, enum wsp_ggml_opt_optimizer_type optimizer, wsp_ggml_opt_get_optimizer_params get_opt_pars, int64_t nepoch, int64_t nbatch_logical, float val_split, _Bool silent)" },
   /**
    * C: `struct wsp_gguf_context *wsp_gguf_init_empty(void)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_init_empty`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_init_empty: { library: "base", header: "gguf.h", args: [], result: "pointer", c: "struct wsp_gguf_context *wsp_gguf_init_empty(void)" },
+  wsp_gguf_init_empty: { library: "base", header: "gguf.h", num: "wsp_num_gguf_init_empty", args: [], result: "pointer", c: "struct wsp_gguf_context *wsp_gguf_init_empty(void)" },
   /**
    * C: `struct wsp_gguf_context *wsp_gguf_init_from_file(const char *fname, struct wsp_gguf_init_params params)` (gguf.h, library `base`).
    *
    * Bound to the C shim `wsp_shim_gguf_init_from_file`: records by value are passed by pointer.
+   *
+   * Deno and Bun call it through `wsp_num_gguf_init_from_file`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_init_from_file: { library: "base", header: "gguf.h", symbol: "wsp_shim_gguf_init_from_file", args: ["pointer", "pointer"], result: "pointer", nonblocking: true, c: "struct wsp_gguf_context *wsp_gguf_init_from_file(const char *fname, struct wsp_gguf_init_params params)" },
+  wsp_gguf_init_from_file: { library: "base", header: "gguf.h", symbol: "wsp_shim_gguf_init_from_file", num: "wsp_num_gguf_init_from_file", args: ["pointer", "pointer"], result: "pointer", nonblocking: true, c: "struct wsp_gguf_context *wsp_gguf_init_from_file(const char *fname, struct wsp_gguf_init_params params)" },
   /**
    * WSP_GGML_API struct wsp_gguf_context * wsp_gguf_init_from_buffer(..);
    *
    * C: `void wsp_gguf_free(struct wsp_gguf_context *ctx)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_free`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_free: { library: "base", header: "gguf.h", args: ["pointer"], result: "void", c: "void wsp_gguf_free(struct wsp_gguf_context *ctx)" },
+  wsp_gguf_free: { library: "base", header: "gguf.h", num: "wsp_num_gguf_free", args: ["pointer"], result: "void", c: "void wsp_gguf_free(struct wsp_gguf_context *ctx)" },
   /**
    * C: `const char *wsp_gguf_type_name(enum wsp_gguf_type type)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_type_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_type_name: { library: "base", header: "gguf.h", args: ["i32"], result: "pointer", c: "const char *wsp_gguf_type_name(enum wsp_gguf_type type)" },
+  wsp_gguf_type_name: { library: "base", header: "gguf.h", num: "wsp_num_gguf_type_name", args: ["i32"], result: "pointer", c: "const char *wsp_gguf_type_name(enum wsp_gguf_type type)" },
   /**
    * C: `uint32_t wsp_gguf_get_version(const struct wsp_gguf_context *ctx)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_version`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_version: { library: "base", header: "gguf.h", args: ["pointer"], result: "u32", c: "uint32_t wsp_gguf_get_version(const struct wsp_gguf_context *ctx)" },
+  wsp_gguf_get_version: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_version", args: ["pointer"], result: "u32", c: "uint32_t wsp_gguf_get_version(const struct wsp_gguf_context *ctx)" },
   /**
    * C: `size_t wsp_gguf_get_alignment(const struct wsp_gguf_context *ctx)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_alignment`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_alignment: { library: "base", header: "gguf.h", args: ["pointer"], result: "usize", c: "size_t wsp_gguf_get_alignment(const struct wsp_gguf_context *ctx)" },
+  wsp_gguf_get_alignment: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_alignment", args: ["pointer"], result: "usize", c: "size_t wsp_gguf_get_alignment(const struct wsp_gguf_context *ctx)" },
   /**
    * C: `size_t wsp_gguf_get_data_offset(const struct wsp_gguf_context *ctx)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_data_offset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_data_offset: { library: "base", header: "gguf.h", args: ["pointer"], result: "usize", c: "size_t wsp_gguf_get_data_offset(const struct wsp_gguf_context *ctx)" },
+  wsp_gguf_get_data_offset: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_data_offset", args: ["pointer"], result: "usize", c: "size_t wsp_gguf_get_data_offset(const struct wsp_gguf_context *ctx)" },
   /**
    * C: `int64_t wsp_gguf_get_n_kv(const struct wsp_gguf_context *ctx)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_n_kv`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_n_kv: { library: "base", header: "gguf.h", args: ["pointer"], result: "i64", c: "int64_t wsp_gguf_get_n_kv(const struct wsp_gguf_context *ctx)" },
+  wsp_gguf_get_n_kv: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_n_kv", args: ["pointer"], result: "i64", c: "int64_t wsp_gguf_get_n_kv(const struct wsp_gguf_context *ctx)" },
   /**
    * C: `int64_t wsp_gguf_find_key(const struct wsp_gguf_context *ctx, const char *key)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_find_key`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_find_key: { library: "base", header: "gguf.h", args: ["pointer", "pointer"], result: "i64", c: "int64_t wsp_gguf_find_key(const struct wsp_gguf_context *ctx, const char *key)" },
+  wsp_gguf_find_key: { library: "base", header: "gguf.h", num: "wsp_num_gguf_find_key", args: ["pointer", "pointer"], result: "i64", c: "int64_t wsp_gguf_find_key(const struct wsp_gguf_context *ctx, const char *key)" },
   /**
    * C: `const char *wsp_gguf_get_key(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_key`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_key: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "pointer", c: "const char *wsp_gguf_get_key(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_key: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_key", args: ["pointer", "i64"], result: "pointer", c: "const char *wsp_gguf_get_key(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `enum wsp_gguf_type wsp_gguf_get_kv_type(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_kv_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_kv_type: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "i32", c: "enum wsp_gguf_type wsp_gguf_get_kv_type(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_kv_type: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_kv_type", args: ["pointer", "i64"], result: "i32", c: "enum wsp_gguf_type wsp_gguf_get_kv_type(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `enum wsp_gguf_type wsp_gguf_get_arr_type(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_arr_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_arr_type: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "i32", c: "enum wsp_gguf_type wsp_gguf_get_arr_type(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_arr_type: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_arr_type", args: ["pointer", "i64"], result: "i32", c: "enum wsp_gguf_type wsp_gguf_get_arr_type(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * will abort if the wrong type is used for the key
    *
    * C: `uint8_t wsp_gguf_get_val_u8(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_u8`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_u8: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "u8", c: "uint8_t wsp_gguf_get_val_u8(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_u8: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_u8", args: ["pointer", "i64"], result: "u8", c: "uint8_t wsp_gguf_get_val_u8(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `int8_t wsp_gguf_get_val_i8(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_i8`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_i8: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "i8", c: "int8_t wsp_gguf_get_val_i8(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_i8: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_i8", args: ["pointer", "i64"], result: "i8", c: "int8_t wsp_gguf_get_val_i8(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `uint16_t wsp_gguf_get_val_u16(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_u16`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_u16: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "u16", c: "uint16_t wsp_gguf_get_val_u16(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_u16: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_u16", args: ["pointer", "i64"], result: "u16", c: "uint16_t wsp_gguf_get_val_u16(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `int16_t wsp_gguf_get_val_i16(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_i16`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_i16: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "i16", c: "int16_t wsp_gguf_get_val_i16(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_i16: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_i16", args: ["pointer", "i64"], result: "i16", c: "int16_t wsp_gguf_get_val_i16(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `uint32_t wsp_gguf_get_val_u32(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_u32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_u32: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "u32", c: "uint32_t wsp_gguf_get_val_u32(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_u32: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_u32", args: ["pointer", "i64"], result: "u32", c: "uint32_t wsp_gguf_get_val_u32(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `int32_t wsp_gguf_get_val_i32(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_i32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_i32: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "i32", c: "int32_t wsp_gguf_get_val_i32(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_i32: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_i32", args: ["pointer", "i64"], result: "i32", c: "int32_t wsp_gguf_get_val_i32(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `float wsp_gguf_get_val_f32(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_f32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_f32: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "f32", c: "float wsp_gguf_get_val_f32(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_f32: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_f32", args: ["pointer", "i64"], result: "f32", c: "float wsp_gguf_get_val_f32(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `uint64_t wsp_gguf_get_val_u64(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
    */
@@ -4728,97 +5772,139 @@ export const functions = {
   wsp_gguf_get_val_i64: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "i64", c: "int64_t wsp_gguf_get_val_i64(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `double wsp_gguf_get_val_f64(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_f64`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_f64: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "f64", c: "double wsp_gguf_get_val_f64(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_f64: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_f64", args: ["pointer", "i64"], result: "f64", c: "double wsp_gguf_get_val_f64(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `_Bool wsp_gguf_get_val_bool(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_bool`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_bool: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "bool", c: "_Bool wsp_gguf_get_val_bool(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_bool: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_bool", args: ["pointer", "i64"], result: "bool", c: "_Bool wsp_gguf_get_val_bool(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `const char *wsp_gguf_get_val_str(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_str`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_str: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "pointer", c: "const char *wsp_gguf_get_val_str(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_str: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_str", args: ["pointer", "i64"], result: "pointer", c: "const char *wsp_gguf_get_val_str(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `const void *wsp_gguf_get_val_data(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_val_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_val_data: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "pointer", c: "const void *wsp_gguf_get_val_data(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_val_data: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_val_data", args: ["pointer", "i64"], result: "pointer", c: "const void *wsp_gguf_get_val_data(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * C: `size_t wsp_gguf_get_arr_n(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_arr_n`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_arr_n: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "usize", c: "size_t wsp_gguf_get_arr_n(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_arr_n: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_arr_n", args: ["pointer", "i64"], result: "usize", c: "size_t wsp_gguf_get_arr_n(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * get raw pointer to the first element of the array with the given key_id
    * for bool arrays, note that they are always stored as int8 on all platforms (usually this makes no difference)
    *
    * C: `const void *wsp_gguf_get_arr_data(const struct wsp_gguf_context *ctx, int64_t key_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_arr_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_arr_data: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "pointer", c: "const void *wsp_gguf_get_arr_data(const struct wsp_gguf_context *ctx, int64_t key_id)" },
+  wsp_gguf_get_arr_data: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_arr_data", args: ["pointer", "i64"], result: "pointer", c: "const void *wsp_gguf_get_arr_data(const struct wsp_gguf_context *ctx, int64_t key_id)" },
   /**
    * get ith C string from array with given key_id
    *
    * C: `const char *wsp_gguf_get_arr_str(const struct wsp_gguf_context *ctx, int64_t key_id, size_t i)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_arr_str`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_arr_str: { library: "base", header: "gguf.h", args: ["pointer", "i64", "usize"], result: "pointer", c: "const char *wsp_gguf_get_arr_str(const struct wsp_gguf_context *ctx, int64_t key_id, size_t i)" },
+  wsp_gguf_get_arr_str: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_arr_str", args: ["pointer", "i64", "usize"], result: "pointer", c: "const char *wsp_gguf_get_arr_str(const struct wsp_gguf_context *ctx, int64_t key_id, size_t i)" },
   /**
    * C: `int64_t wsp_gguf_get_n_tensors(const struct wsp_gguf_context *ctx)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_n_tensors`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_n_tensors: { library: "base", header: "gguf.h", args: ["pointer"], result: "i64", c: "int64_t wsp_gguf_get_n_tensors(const struct wsp_gguf_context *ctx)" },
+  wsp_gguf_get_n_tensors: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_n_tensors", args: ["pointer"], result: "i64", c: "int64_t wsp_gguf_get_n_tensors(const struct wsp_gguf_context *ctx)" },
   /**
    * C: `int64_t wsp_gguf_find_tensor(const struct wsp_gguf_context *ctx, const char *name)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_find_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_find_tensor: { library: "base", header: "gguf.h", args: ["pointer", "pointer"], result: "i64", c: "int64_t wsp_gguf_find_tensor(const struct wsp_gguf_context *ctx, const char *name)" },
+  wsp_gguf_find_tensor: { library: "base", header: "gguf.h", num: "wsp_num_gguf_find_tensor", args: ["pointer", "pointer"], result: "i64", c: "int64_t wsp_gguf_find_tensor(const struct wsp_gguf_context *ctx, const char *name)" },
   /**
    * C: `size_t wsp_gguf_get_tensor_offset(const struct wsp_gguf_context *ctx, int64_t tensor_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_tensor_offset`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_tensor_offset: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "usize", c: "size_t wsp_gguf_get_tensor_offset(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
+  wsp_gguf_get_tensor_offset: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_tensor_offset", args: ["pointer", "i64"], result: "usize", c: "size_t wsp_gguf_get_tensor_offset(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
   /**
    * C: `const char *wsp_gguf_get_tensor_name(const struct wsp_gguf_context *ctx, int64_t tensor_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_tensor_name`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_tensor_name: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "pointer", c: "const char *wsp_gguf_get_tensor_name(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
+  wsp_gguf_get_tensor_name: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_tensor_name", args: ["pointer", "i64"], result: "pointer", c: "const char *wsp_gguf_get_tensor_name(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
   /**
    * C: `enum wsp_ggml_type wsp_gguf_get_tensor_type(const struct wsp_gguf_context *ctx, int64_t tensor_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_tensor_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_tensor_type: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "i32", c: "enum wsp_ggml_type wsp_gguf_get_tensor_type(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
+  wsp_gguf_get_tensor_type: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_tensor_type", args: ["pointer", "i64"], result: "i32", c: "enum wsp_ggml_type wsp_gguf_get_tensor_type(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
   /**
    * C: `size_t wsp_gguf_get_tensor_size(const struct wsp_gguf_context *ctx, int64_t tensor_id)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_tensor_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_tensor_size: { library: "base", header: "gguf.h", args: ["pointer", "i64"], result: "usize", c: "size_t wsp_gguf_get_tensor_size(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
+  wsp_gguf_get_tensor_size: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_tensor_size", args: ["pointer", "i64"], result: "usize", c: "size_t wsp_gguf_get_tensor_size(const struct wsp_gguf_context *ctx, int64_t tensor_id)" },
   /**
    * removes key if it exists, returns id that the key had prior to removal (-1 if it didn't exist)
    *
    * C: `int64_t wsp_gguf_remove_key(struct wsp_gguf_context *ctx, const char *key)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_remove_key`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_remove_key: { library: "base", header: "gguf.h", args: ["pointer", "pointer"], result: "i64", c: "int64_t wsp_gguf_remove_key(struct wsp_gguf_context *ctx, const char *key)" },
+  wsp_gguf_remove_key: { library: "base", header: "gguf.h", num: "wsp_num_gguf_remove_key", args: ["pointer", "pointer"], result: "i64", c: "int64_t wsp_gguf_remove_key(struct wsp_gguf_context *ctx, const char *key)" },
   /**
    * overrides an existing KV pair or adds a new one, the new KV pair is always at the back
    *
    * C: `void wsp_gguf_set_val_u8(struct wsp_gguf_context *ctx, const char *key, uint8_t val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_u8`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_u8: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "u8"], result: "void", c: "void wsp_gguf_set_val_u8(struct wsp_gguf_context *ctx, const char *key, uint8_t val)" },
+  wsp_gguf_set_val_u8: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_u8", args: ["pointer", "pointer", "u8"], result: "void", c: "void wsp_gguf_set_val_u8(struct wsp_gguf_context *ctx, const char *key, uint8_t val)" },
   /**
    * C: `void wsp_gguf_set_val_i8(struct wsp_gguf_context *ctx, const char *key, int8_t val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_i8`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_i8: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "i8"], result: "void", c: "void wsp_gguf_set_val_i8(struct wsp_gguf_context *ctx, const char *key, int8_t val)" },
+  wsp_gguf_set_val_i8: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_i8", args: ["pointer", "pointer", "i8"], result: "void", c: "void wsp_gguf_set_val_i8(struct wsp_gguf_context *ctx, const char *key, int8_t val)" },
   /**
    * C: `void wsp_gguf_set_val_u16(struct wsp_gguf_context *ctx, const char *key, uint16_t val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_u16`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_u16: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "u16"], result: "void", c: "void wsp_gguf_set_val_u16(struct wsp_gguf_context *ctx, const char *key, uint16_t val)" },
+  wsp_gguf_set_val_u16: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_u16", args: ["pointer", "pointer", "u16"], result: "void", c: "void wsp_gguf_set_val_u16(struct wsp_gguf_context *ctx, const char *key, uint16_t val)" },
   /**
    * C: `void wsp_gguf_set_val_i16(struct wsp_gguf_context *ctx, const char *key, int16_t val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_i16`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_i16: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "i16"], result: "void", c: "void wsp_gguf_set_val_i16(struct wsp_gguf_context *ctx, const char *key, int16_t val)" },
+  wsp_gguf_set_val_i16: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_i16", args: ["pointer", "pointer", "i16"], result: "void", c: "void wsp_gguf_set_val_i16(struct wsp_gguf_context *ctx, const char *key, int16_t val)" },
   /**
    * C: `void wsp_gguf_set_val_u32(struct wsp_gguf_context *ctx, const char *key, uint32_t val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_u32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_u32: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "u32"], result: "void", c: "void wsp_gguf_set_val_u32(struct wsp_gguf_context *ctx, const char *key, uint32_t val)" },
+  wsp_gguf_set_val_u32: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_u32", args: ["pointer", "pointer", "u32"], result: "void", c: "void wsp_gguf_set_val_u32(struct wsp_gguf_context *ctx, const char *key, uint32_t val)" },
   /**
    * C: `void wsp_gguf_set_val_i32(struct wsp_gguf_context *ctx, const char *key, int32_t val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_i32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_i32: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "i32"], result: "void", c: "void wsp_gguf_set_val_i32(struct wsp_gguf_context *ctx, const char *key, int32_t val)" },
+  wsp_gguf_set_val_i32: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_i32", args: ["pointer", "pointer", "i32"], result: "void", c: "void wsp_gguf_set_val_i32(struct wsp_gguf_context *ctx, const char *key, int32_t val)" },
   /**
    * C: `void wsp_gguf_set_val_f32(struct wsp_gguf_context *ctx, const char *key, float val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_f32`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_f32: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "f32"], result: "void", c: "void wsp_gguf_set_val_f32(struct wsp_gguf_context *ctx, const char *key, float val)" },
+  wsp_gguf_set_val_f32: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_f32", args: ["pointer", "pointer", "f32"], result: "void", c: "void wsp_gguf_set_val_f32(struct wsp_gguf_context *ctx, const char *key, float val)" },
   /**
    * C: `void wsp_gguf_set_val_u64(struct wsp_gguf_context *ctx, const char *key, uint64_t val)` (gguf.h, library `base`).
    */
@@ -4829,71 +5915,95 @@ export const functions = {
   wsp_gguf_set_val_i64: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "i64"], result: "void", c: "void wsp_gguf_set_val_i64(struct wsp_gguf_context *ctx, const char *key, int64_t val)" },
   /**
    * C: `void wsp_gguf_set_val_f64(struct wsp_gguf_context *ctx, const char *key, double val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_f64`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_f64: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "f64"], result: "void", c: "void wsp_gguf_set_val_f64(struct wsp_gguf_context *ctx, const char *key, double val)" },
+  wsp_gguf_set_val_f64: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_f64", args: ["pointer", "pointer", "f64"], result: "void", c: "void wsp_gguf_set_val_f64(struct wsp_gguf_context *ctx, const char *key, double val)" },
   /**
    * C: `void wsp_gguf_set_val_bool(struct wsp_gguf_context *ctx, const char *key, _Bool val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_bool`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_bool: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "bool"], result: "void", c: "void wsp_gguf_set_val_bool(struct wsp_gguf_context *ctx, const char *key, _Bool val)" },
+  wsp_gguf_set_val_bool: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_bool", args: ["pointer", "pointer", "bool"], result: "void", c: "void wsp_gguf_set_val_bool(struct wsp_gguf_context *ctx, const char *key, _Bool val)" },
   /**
    * C: `void wsp_gguf_set_val_str(struct wsp_gguf_context *ctx, const char *key, const char *val)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_val_str`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_val_str: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_gguf_set_val_str(struct wsp_gguf_context *ctx, const char *key, const char *val)" },
+  wsp_gguf_set_val_str: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_val_str", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_gguf_set_val_str(struct wsp_gguf_context *ctx, const char *key, const char *val)" },
   /**
    * creates a new array with n elements of the given type and copies the corresponding number of bytes from data
    *
    * C: `void wsp_gguf_set_arr_data(struct wsp_gguf_context *ctx, const char *key, enum wsp_gguf_type type, const void *data, size_t n)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_arr_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_arr_data: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "i32", "pointer", "usize"], result: "void", c: "void wsp_gguf_set_arr_data(struct wsp_gguf_context *ctx, const char *key, enum wsp_gguf_type type, const void *data, size_t n)" },
+  wsp_gguf_set_arr_data: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_arr_data", args: ["pointer", "pointer", "i32", "pointer", "usize"], result: "void", c: "void wsp_gguf_set_arr_data(struct wsp_gguf_context *ctx, const char *key, enum wsp_gguf_type type, const void *data, size_t n)" },
   /**
    * creates a new array with n strings and copies the corresponding strings from data
    *
    * C: `void wsp_gguf_set_arr_str(struct wsp_gguf_context *ctx, const char *key, const char **data, size_t n)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_arr_str`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_arr_str: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "pointer", "usize"], result: "void", c: "void wsp_gguf_set_arr_str(struct wsp_gguf_context *ctx, const char *key, const char **data, size_t n)" },
+  wsp_gguf_set_arr_str: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_arr_str", args: ["pointer", "pointer", "pointer", "usize"], result: "void", c: "void wsp_gguf_set_arr_str(struct wsp_gguf_context *ctx, const char *key, const char **data, size_t n)" },
   /**
    * set or add KV pairs from another context
    *
    * C: `void wsp_gguf_set_kv(struct wsp_gguf_context *ctx, const struct wsp_gguf_context *src)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_kv`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_kv: { library: "base", header: "gguf.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_gguf_set_kv(struct wsp_gguf_context *ctx, const struct wsp_gguf_context *src)" },
+  wsp_gguf_set_kv: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_kv", args: ["pointer", "pointer"], result: "void", c: "void wsp_gguf_set_kv(struct wsp_gguf_context *ctx, const struct wsp_gguf_context *src)" },
   /**
    * add tensor to GGUF context, tensor name must be unique
    *
    * C: `void wsp_gguf_add_tensor(struct wsp_gguf_context *ctx, const struct wsp_ggml_tensor *tensor)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_add_tensor`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_add_tensor: { library: "base", header: "gguf.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_gguf_add_tensor(struct wsp_gguf_context *ctx, const struct wsp_ggml_tensor *tensor)" },
+  wsp_gguf_add_tensor: { library: "base", header: "gguf.h", num: "wsp_num_gguf_add_tensor", args: ["pointer", "pointer"], result: "void", c: "void wsp_gguf_add_tensor(struct wsp_gguf_context *ctx, const struct wsp_ggml_tensor *tensor)" },
   /**
    * after changing a tensor's type, the offsets of all tensors with higher indices are immediately recalculated
    *   in such a way that the tensor data remains as one contiguous block (except for padding)
    *
    * C: `void wsp_gguf_set_tensor_type(struct wsp_gguf_context *ctx, const char *name, enum wsp_ggml_type type)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_tensor_type`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_tensor_type: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "i32"], result: "void", c: "void wsp_gguf_set_tensor_type(struct wsp_gguf_context *ctx, const char *name, enum wsp_ggml_type type)" },
+  wsp_gguf_set_tensor_type: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_tensor_type", args: ["pointer", "pointer", "i32"], result: "void", c: "void wsp_gguf_set_tensor_type(struct wsp_gguf_context *ctx, const char *name, enum wsp_ggml_type type)" },
   /**
    * assumes that at least wsp_gguf_get_tensor_size bytes can be read from data
    *
    * C: `void wsp_gguf_set_tensor_data(struct wsp_gguf_context *ctx, const char *name, const void *data)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_set_tensor_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_set_tensor_data: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_gguf_set_tensor_data(struct wsp_gguf_context *ctx, const char *name, const void *data)" },
+  wsp_gguf_set_tensor_data: { library: "base", header: "gguf.h", num: "wsp_num_gguf_set_tensor_data", args: ["pointer", "pointer", "pointer"], result: "void", c: "void wsp_gguf_set_tensor_data(struct wsp_gguf_context *ctx, const char *name, const void *data)" },
   /**
    * write the entire context to a binary file
    *
    * C: `_Bool wsp_gguf_write_to_file(const struct wsp_gguf_context *ctx, const char *fname, _Bool only_meta)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_write_to_file`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_write_to_file: { library: "base", header: "gguf.h", args: ["pointer", "pointer", "bool"], result: "bool", nonblocking: true, c: "_Bool wsp_gguf_write_to_file(const struct wsp_gguf_context *ctx, const char *fname, _Bool only_meta)" },
+  wsp_gguf_write_to_file: { library: "base", header: "gguf.h", num: "wsp_num_gguf_write_to_file", args: ["pointer", "pointer", "bool"], result: "bool", nonblocking: true, c: "_Bool wsp_gguf_write_to_file(const struct wsp_gguf_context *ctx, const char *fname, _Bool only_meta)" },
   /**
    * get the size in bytes of the meta data (header, kv pairs, tensor info) including padding
    *
    * C: `size_t wsp_gguf_get_meta_size(const struct wsp_gguf_context *ctx)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_meta_size`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_meta_size: { library: "base", header: "gguf.h", args: ["pointer"], result: "usize", c: "size_t wsp_gguf_get_meta_size(const struct wsp_gguf_context *ctx)" },
+  wsp_gguf_get_meta_size: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_meta_size", args: ["pointer"], result: "usize", c: "size_t wsp_gguf_get_meta_size(const struct wsp_gguf_context *ctx)" },
   /**
    * writes the meta data to pointer "data"
    *
    * C: `void wsp_gguf_get_meta_data(const struct wsp_gguf_context *ctx, void *data)` (gguf.h, library `base`).
+   *
+   * Deno and Bun call it through `wsp_num_gguf_get_meta_data`, which takes pointers and 64-bit integers as doubles (src/ffi/num_abi.ts).
    */
-  wsp_gguf_get_meta_data: { library: "base", header: "gguf.h", args: ["pointer", "pointer"], result: "void", c: "void wsp_gguf_get_meta_data(const struct wsp_gguf_context *ctx, void *data)" },
+  wsp_gguf_get_meta_data: { library: "base", header: "gguf.h", num: "wsp_num_gguf_get_meta_data", args: ["pointer", "pointer"], result: "void", c: "void wsp_gguf_get_meta_data(const struct wsp_gguf_context *ctx, void *data)" },
   /**
    * TODO: remove in the future
    *
@@ -4940,584 +6050,586 @@ export type LibraryFunctions<L extends TableEntry["library"]> = {
  * The `Deno.dlopen` symbol tables, one per library, derived from
  * {@linkcode functions}. Every symbol is `optional` so that a missing one
  * loads as `null`; entries marked `nonblocking` also get a
- * `<name>$nonblocking` variant. Pointers are `usize` (numbers).
+ * `<name>$nonblocking` variant. Functions with a number-ABI wrapper
+ * (`num`) are bound to it (pointers and 64-bit integers as `f64`);
+ * elsewhere pointers are `usize`.
  */
 export const denoSymbols = {
   base: {
-    wsp_ggml_set_abort_callback: { name: "wsp_ggml_set_abort_callback", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_status_to_string: { name: "wsp_ggml_status_to_string", parameters: ["i32"], result: "usize", optional: true },
+    wsp_ggml_set_abort_callback: { name: "wsp_num_ggml_set_abort_callback", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_status_to_string: { name: "wsp_num_ggml_status_to_string", parameters: ["i32"], result: "f64", optional: true },
     wsp_ggml_fp16_to_fp32: { name: "wsp_ggml_fp16_to_fp32", parameters: ["u16"], result: "f32", optional: true },
     wsp_ggml_fp32_to_fp16: { name: "wsp_ggml_fp32_to_fp16", parameters: ["f32"], result: "u16", optional: true },
-    wsp_ggml_fp16_to_fp32_row: { name: "wsp_ggml_fp16_to_fp32_row", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_fp32_to_fp16_row: { name: "wsp_ggml_fp32_to_fp16_row", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_fp32_to_bf16: { name: "wsp_shim_ggml_fp32_to_bf16", parameters: ["f32", "usize"], result: "void", optional: true },
-    wsp_ggml_bf16_to_fp32: { name: "wsp_shim_ggml_bf16_to_fp32", parameters: ["usize"], result: "f32", optional: true },
-    wsp_ggml_bf16_to_fp32_row: { name: "wsp_ggml_bf16_to_fp32_row", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_fp32_to_bf16_row_ref: { name: "wsp_ggml_fp32_to_bf16_row_ref", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_fp32_to_bf16_row: { name: "wsp_ggml_fp32_to_bf16_row", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_guid_matches: { name: "wsp_ggml_guid_matches", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_version: { name: "wsp_ggml_version", parameters: [], result: "usize", optional: true },
-    wsp_ggml_commit: { name: "wsp_ggml_commit", parameters: [], result: "usize", optional: true },
+    wsp_ggml_fp16_to_fp32_row: { name: "wsp_num_ggml_fp16_to_fp32_row", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_fp32_to_fp16_row: { name: "wsp_num_ggml_fp32_to_fp16_row", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_fp32_to_bf16: { name: "wsp_num_ggml_fp32_to_bf16", parameters: ["f32", "f64"], result: "void", optional: true },
+    wsp_ggml_bf16_to_fp32: { name: "wsp_num_ggml_bf16_to_fp32", parameters: ["f64"], result: "f32", optional: true },
+    wsp_ggml_bf16_to_fp32_row: { name: "wsp_num_ggml_bf16_to_fp32_row", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_fp32_to_bf16_row_ref: { name: "wsp_num_ggml_fp32_to_bf16_row_ref", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_fp32_to_bf16_row: { name: "wsp_num_ggml_fp32_to_bf16_row", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_guid_matches: { name: "wsp_num_ggml_guid_matches", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_version: { name: "wsp_num_ggml_version", parameters: [], result: "f64", optional: true },
+    wsp_ggml_commit: { name: "wsp_num_ggml_commit", parameters: [], result: "f64", optional: true },
     wsp_ggml_time_init: { name: "wsp_ggml_time_init", parameters: [], result: "void", optional: true },
-    wsp_ggml_time_ms: { name: "wsp_ggml_time_ms", parameters: [], result: "i64", optional: true },
-    wsp_ggml_time_us: { name: "wsp_ggml_time_us", parameters: [], result: "i64", optional: true },
+    wsp_ggml_time_ms: { name: "wsp_num_ggml_time_ms", parameters: [], result: "f64", optional: true },
+    wsp_ggml_time_us: { name: "wsp_num_ggml_time_us", parameters: [], result: "f64", optional: true },
     wsp_ggml_cycles: { name: "wsp_ggml_cycles", parameters: [], result: "i64", optional: true },
-    wsp_ggml_cycles_per_ms: { name: "wsp_ggml_cycles_per_ms", parameters: [], result: "i64", optional: true },
-    wsp_ggml_fopen: { name: "wsp_ggml_fopen", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_print_object: { name: "wsp_ggml_print_object", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_print_objects: { name: "wsp_ggml_print_objects", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_nelements: { name: "wsp_ggml_nelements", parameters: ["usize"], result: "i64", optional: true },
-    wsp_ggml_nrows: { name: "wsp_ggml_nrows", parameters: ["usize"], result: "i64", optional: true },
-    wsp_ggml_nbytes: { name: "wsp_ggml_nbytes", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_nbytes_pad: { name: "wsp_ggml_nbytes_pad", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_blck_size: { name: "wsp_ggml_blck_size", parameters: ["i32"], result: "i64", optional: true },
-    wsp_ggml_type_size: { name: "wsp_ggml_type_size", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_row_size: { name: "wsp_ggml_row_size", parameters: ["i32", "i64"], result: "usize", optional: true },
+    wsp_ggml_cycles_per_ms: { name: "wsp_num_ggml_cycles_per_ms", parameters: [], result: "f64", optional: true },
+    wsp_ggml_fopen: { name: "wsp_num_ggml_fopen", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_print_object: { name: "wsp_num_ggml_print_object", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_print_objects: { name: "wsp_num_ggml_print_objects", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_nelements: { name: "wsp_num_ggml_nelements", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_nrows: { name: "wsp_num_ggml_nrows", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_nbytes: { name: "wsp_num_ggml_nbytes", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_nbytes_pad: { name: "wsp_num_ggml_nbytes_pad", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_blck_size: { name: "wsp_num_ggml_blck_size", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_type_size: { name: "wsp_num_ggml_type_size", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_row_size: { name: "wsp_num_ggml_row_size", parameters: ["i32", "f64"], result: "f64", optional: true },
     wsp_ggml_type_sizef: { name: "wsp_ggml_type_sizef", parameters: ["i32"], result: "f64", optional: true },
-    wsp_ggml_type_name: { name: "wsp_ggml_type_name", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_op_name: { name: "wsp_ggml_op_name", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_op_symbol: { name: "wsp_ggml_op_symbol", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_unary_op_name: { name: "wsp_ggml_unary_op_name", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_glu_op_name: { name: "wsp_ggml_glu_op_name", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_op_desc: { name: "wsp_ggml_op_desc", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_element_size: { name: "wsp_ggml_element_size", parameters: ["usize"], result: "usize", optional: true },
+    wsp_ggml_type_name: { name: "wsp_num_ggml_type_name", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_op_name: { name: "wsp_num_ggml_op_name", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_op_symbol: { name: "wsp_num_ggml_op_symbol", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_unary_op_name: { name: "wsp_num_ggml_unary_op_name", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_glu_op_name: { name: "wsp_num_ggml_glu_op_name", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_op_desc: { name: "wsp_num_ggml_op_desc", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_element_size: { name: "wsp_num_ggml_element_size", parameters: ["f64"], result: "f64", optional: true },
     wsp_ggml_is_quantized: { name: "wsp_ggml_is_quantized", parameters: ["i32"], result: "bool", optional: true },
     wsp_ggml_ftype_to_wsp_ggml_type: { name: "wsp_ggml_ftype_to_wsp_ggml_type", parameters: ["i32"], result: "i32", optional: true },
-    wsp_ggml_is_transposed: { name: "wsp_ggml_is_transposed", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_permuted: { name: "wsp_ggml_is_permuted", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_empty: { name: "wsp_ggml_is_empty", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_scalar: { name: "wsp_ggml_is_scalar", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_vector: { name: "wsp_ggml_is_vector", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_matrix: { name: "wsp_ggml_is_matrix", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_3d: { name: "wsp_ggml_is_3d", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_n_dims: { name: "wsp_ggml_n_dims", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_is_contiguous: { name: "wsp_ggml_is_contiguous", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_contiguous_0: { name: "wsp_ggml_is_contiguous_0", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_contiguous_1: { name: "wsp_ggml_is_contiguous_1", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_contiguous_2: { name: "wsp_ggml_is_contiguous_2", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_contiguously_allocated: { name: "wsp_ggml_is_contiguously_allocated", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_contiguous_channels: { name: "wsp_ggml_is_contiguous_channels", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_is_contiguous_rows: { name: "wsp_ggml_is_contiguous_rows", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_are_same_shape: { name: "wsp_ggml_are_same_shape", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_are_same_stride: { name: "wsp_ggml_are_same_stride", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_can_repeat: { name: "wsp_ggml_can_repeat", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_tensor_overhead: { name: "wsp_ggml_tensor_overhead", parameters: [], result: "usize", optional: true },
-    wsp_ggml_validate_row_data: { name: "wsp_ggml_validate_row_data", parameters: ["i32", "usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_init: { name: "wsp_shim_ggml_init", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_reset: { name: "wsp_ggml_reset", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_free: { name: "wsp_ggml_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_used_mem: { name: "wsp_ggml_used_mem", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_get_no_alloc: { name: "wsp_ggml_get_no_alloc", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_set_no_alloc: { name: "wsp_ggml_set_no_alloc", parameters: ["usize", "bool"], result: "void", optional: true },
-    wsp_ggml_get_mem_buffer: { name: "wsp_ggml_get_mem_buffer", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_get_mem_size: { name: "wsp_ggml_get_mem_size", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_get_max_tensor_size: { name: "wsp_ggml_get_max_tensor_size", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_new_tensor: { name: "wsp_ggml_new_tensor", parameters: ["usize", "i32", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_new_tensor_1d: { name: "wsp_ggml_new_tensor_1d", parameters: ["usize", "i32", "i64"], result: "usize", optional: true },
-    wsp_ggml_new_tensor_2d: { name: "wsp_ggml_new_tensor_2d", parameters: ["usize", "i32", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_new_tensor_3d: { name: "wsp_ggml_new_tensor_3d", parameters: ["usize", "i32", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_new_tensor_4d: { name: "wsp_ggml_new_tensor_4d", parameters: ["usize", "i32", "i64", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_new_buffer: { name: "wsp_ggml_new_buffer", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_dup_tensor: { name: "wsp_ggml_dup_tensor", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_view_tensor: { name: "wsp_ggml_view_tensor", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_get_first_tensor: { name: "wsp_ggml_get_first_tensor", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_get_next_tensor: { name: "wsp_ggml_get_next_tensor", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_get_tensor: { name: "wsp_ggml_get_tensor", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_unravel_index: { name: "wsp_ggml_unravel_index", parameters: ["usize", "i64", "usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_get_unary_op: { name: "wsp_ggml_get_unary_op", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_get_glu_op: { name: "wsp_ggml_get_glu_op", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_get_data: { name: "wsp_ggml_get_data", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_get_data_f32: { name: "wsp_ggml_get_data_f32", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_get_name: { name: "wsp_ggml_get_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_set_name: { name: "wsp_ggml_set_name", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_set_input: { name: "wsp_ggml_set_input", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_set_output: { name: "wsp_ggml_set_output", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_set_param: { name: "wsp_ggml_set_param", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_set_loss: { name: "wsp_ggml_set_loss", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_dup: { name: "wsp_ggml_dup", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_dup_inplace: { name: "wsp_ggml_dup_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_add: { name: "wsp_ggml_add", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_add_inplace: { name: "wsp_ggml_add_inplace", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_add_cast: { name: "wsp_ggml_add_cast", parameters: ["usize", "usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_add_id: { name: "wsp_ggml_add_id", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_add1: { name: "wsp_ggml_add1", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_add1_inplace: { name: "wsp_ggml_add1_inplace", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_acc: { name: "wsp_ggml_acc", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_acc_inplace: { name: "wsp_ggml_acc_inplace", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sub: { name: "wsp_ggml_sub", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sub_inplace: { name: "wsp_ggml_sub_inplace", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_mul: { name: "wsp_ggml_mul", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_mul_inplace: { name: "wsp_ggml_mul_inplace", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_div: { name: "wsp_ggml_div", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_div_inplace: { name: "wsp_ggml_div_inplace", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sqr: { name: "wsp_ggml_sqr", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sqr_inplace: { name: "wsp_ggml_sqr_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sqrt: { name: "wsp_ggml_sqrt", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sqrt_inplace: { name: "wsp_ggml_sqrt_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_log: { name: "wsp_ggml_log", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_log_inplace: { name: "wsp_ggml_log_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sin: { name: "wsp_ggml_sin", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sin_inplace: { name: "wsp_ggml_sin_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_cos: { name: "wsp_ggml_cos", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_cos_inplace: { name: "wsp_ggml_cos_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sum: { name: "wsp_ggml_sum", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sum_rows: { name: "wsp_ggml_sum_rows", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_mean: { name: "wsp_ggml_mean", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_argmax: { name: "wsp_ggml_argmax", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_count_equal: { name: "wsp_ggml_count_equal", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_repeat: { name: "wsp_ggml_repeat", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_repeat_4d: { name: "wsp_ggml_repeat_4d", parameters: ["usize", "usize", "i64", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_repeat_back: { name: "wsp_ggml_repeat_back", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_concat: { name: "wsp_ggml_concat", parameters: ["usize", "usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_abs: { name: "wsp_ggml_abs", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_abs_inplace: { name: "wsp_ggml_abs_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sgn: { name: "wsp_ggml_sgn", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sgn_inplace: { name: "wsp_ggml_sgn_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_neg: { name: "wsp_ggml_neg", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_neg_inplace: { name: "wsp_ggml_neg_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_step: { name: "wsp_ggml_step", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_step_inplace: { name: "wsp_ggml_step_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_tanh: { name: "wsp_ggml_tanh", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_tanh_inplace: { name: "wsp_ggml_tanh_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_elu: { name: "wsp_ggml_elu", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_elu_inplace: { name: "wsp_ggml_elu_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_relu: { name: "wsp_ggml_relu", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_leaky_relu: { name: "wsp_ggml_leaky_relu", parameters: ["usize", "usize", "f32", "bool"], result: "usize", optional: true },
-    wsp_ggml_relu_inplace: { name: "wsp_ggml_relu_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sigmoid: { name: "wsp_ggml_sigmoid", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_sigmoid_inplace: { name: "wsp_ggml_sigmoid_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_gelu: { name: "wsp_ggml_gelu", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_gelu_inplace: { name: "wsp_ggml_gelu_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_gelu_erf: { name: "wsp_ggml_gelu_erf", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_gelu_erf_inplace: { name: "wsp_ggml_gelu_erf_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_gelu_quick: { name: "wsp_ggml_gelu_quick", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_gelu_quick_inplace: { name: "wsp_ggml_gelu_quick_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_silu: { name: "wsp_ggml_silu", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_silu_inplace: { name: "wsp_ggml_silu_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_silu_back: { name: "wsp_ggml_silu_back", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_hardswish: { name: "wsp_ggml_hardswish", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_hardsigmoid: { name: "wsp_ggml_hardsigmoid", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_exp: { name: "wsp_ggml_exp", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_exp_inplace: { name: "wsp_ggml_exp_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_glu: { name: "wsp_ggml_glu", parameters: ["usize", "usize", "i32", "bool"], result: "usize", optional: true },
-    wsp_ggml_reglu: { name: "wsp_ggml_reglu", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_reglu_swapped: { name: "wsp_ggml_reglu_swapped", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu: { name: "wsp_ggml_geglu", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_swapped: { name: "wsp_ggml_geglu_swapped", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_swiglu: { name: "wsp_ggml_swiglu", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_swiglu_swapped: { name: "wsp_ggml_swiglu_swapped", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_erf: { name: "wsp_ggml_geglu_erf", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_erf_swapped: { name: "wsp_ggml_geglu_erf_swapped", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_quick: { name: "wsp_ggml_geglu_quick", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_quick_swapped: { name: "wsp_ggml_geglu_quick_swapped", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_glu_split: { name: "wsp_ggml_glu_split", parameters: ["usize", "usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_reglu_split: { name: "wsp_ggml_reglu_split", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_split: { name: "wsp_ggml_geglu_split", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_swiglu_split: { name: "wsp_ggml_swiglu_split", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_erf_split: { name: "wsp_ggml_geglu_erf_split", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_geglu_quick_split: { name: "wsp_ggml_geglu_quick_split", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_swiglu_oai: { name: "wsp_ggml_swiglu_oai", parameters: ["usize", "usize", "usize", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_norm: { name: "wsp_ggml_norm", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_norm_inplace: { name: "wsp_ggml_norm_inplace", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_rms_norm: { name: "wsp_ggml_rms_norm", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_rms_norm_inplace: { name: "wsp_ggml_rms_norm_inplace", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_group_norm: { name: "wsp_ggml_group_norm", parameters: ["usize", "usize", "i32", "f32"], result: "usize", optional: true },
-    wsp_ggml_group_norm_inplace: { name: "wsp_ggml_group_norm_inplace", parameters: ["usize", "usize", "i32", "f32"], result: "usize", optional: true },
-    wsp_ggml_l2_norm: { name: "wsp_ggml_l2_norm", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_l2_norm_inplace: { name: "wsp_ggml_l2_norm_inplace", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_rms_norm_back: { name: "wsp_ggml_rms_norm_back", parameters: ["usize", "usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_mul_mat: { name: "wsp_ggml_mul_mat", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_mul_mat_set_prec: { name: "wsp_ggml_mul_mat_set_prec", parameters: ["usize", "i32"], result: "void", optional: true },
-    wsp_ggml_mul_mat_id: { name: "wsp_ggml_mul_mat_id", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_out_prod: { name: "wsp_ggml_out_prod", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_scale: { name: "wsp_ggml_scale", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_scale_inplace: { name: "wsp_ggml_scale_inplace", parameters: ["usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_scale_bias: { name: "wsp_ggml_scale_bias", parameters: ["usize", "usize", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_scale_bias_inplace: { name: "wsp_ggml_scale_bias_inplace", parameters: ["usize", "usize", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_set: { name: "wsp_ggml_set", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_set_inplace: { name: "wsp_ggml_set_inplace", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_set_1d: { name: "wsp_ggml_set_1d", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_set_1d_inplace: { name: "wsp_ggml_set_1d_inplace", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_set_2d: { name: "wsp_ggml_set_2d", parameters: ["usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_set_2d_inplace: { name: "wsp_ggml_set_2d_inplace", parameters: ["usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_cpy: { name: "wsp_ggml_cpy", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_cast: { name: "wsp_ggml_cast", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_cont: { name: "wsp_ggml_cont", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_cont_1d: { name: "wsp_ggml_cont_1d", parameters: ["usize", "usize", "i64"], result: "usize", optional: true },
-    wsp_ggml_cont_2d: { name: "wsp_ggml_cont_2d", parameters: ["usize", "usize", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_cont_3d: { name: "wsp_ggml_cont_3d", parameters: ["usize", "usize", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_cont_4d: { name: "wsp_ggml_cont_4d", parameters: ["usize", "usize", "i64", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_reshape: { name: "wsp_ggml_reshape", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_reshape_1d: { name: "wsp_ggml_reshape_1d", parameters: ["usize", "usize", "i64"], result: "usize", optional: true },
-    wsp_ggml_reshape_2d: { name: "wsp_ggml_reshape_2d", parameters: ["usize", "usize", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_reshape_3d: { name: "wsp_ggml_reshape_3d", parameters: ["usize", "usize", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_reshape_4d: { name: "wsp_ggml_reshape_4d", parameters: ["usize", "usize", "i64", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_view_1d: { name: "wsp_ggml_view_1d", parameters: ["usize", "usize", "i64", "usize"], result: "usize", optional: true },
-    wsp_ggml_view_2d: { name: "wsp_ggml_view_2d", parameters: ["usize", "usize", "i64", "i64", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_view_3d: { name: "wsp_ggml_view_3d", parameters: ["usize", "usize", "i64", "i64", "i64", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_view_4d: { name: "wsp_ggml_view_4d", parameters: ["usize", "usize", "i64", "i64", "i64", "i64", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_permute: { name: "wsp_ggml_permute", parameters: ["usize", "usize", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_transpose: { name: "wsp_ggml_transpose", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_get_rows: { name: "wsp_ggml_get_rows", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_get_rows_back: { name: "wsp_ggml_get_rows_back", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_set_rows: { name: "wsp_ggml_set_rows", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_diag: { name: "wsp_ggml_diag", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_diag_mask_inf: { name: "wsp_ggml_diag_mask_inf", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_diag_mask_inf_inplace: { name: "wsp_ggml_diag_mask_inf_inplace", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_diag_mask_zero: { name: "wsp_ggml_diag_mask_zero", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_diag_mask_zero_inplace: { name: "wsp_ggml_diag_mask_zero_inplace", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_soft_max: { name: "wsp_ggml_soft_max", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_soft_max_inplace: { name: "wsp_ggml_soft_max_inplace", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_soft_max_ext: { name: "wsp_ggml_soft_max_ext", parameters: ["usize", "usize", "usize", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_soft_max_add_sinks: { name: "wsp_ggml_soft_max_add_sinks", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_soft_max_ext_back: { name: "wsp_ggml_soft_max_ext_back", parameters: ["usize", "usize", "usize", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_soft_max_ext_back_inplace: { name: "wsp_ggml_soft_max_ext_back_inplace", parameters: ["usize", "usize", "usize", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope: { name: "wsp_ggml_rope", parameters: ["usize", "usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_rope_inplace: { name: "wsp_ggml_rope_inplace", parameters: ["usize", "usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_rope_ext: { name: "wsp_ggml_rope_ext", parameters: ["usize", "usize", "usize", "usize", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope_multi: { name: "wsp_ggml_rope_multi", parameters: ["usize", "usize", "usize", "usize", "i32", "usize", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope_ext_inplace: { name: "wsp_ggml_rope_ext_inplace", parameters: ["usize", "usize", "usize", "usize", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope_multi_inplace: { name: "wsp_ggml_rope_multi_inplace", parameters: ["usize", "usize", "usize", "usize", "i32", "usize", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope_custom: { name: "wsp_ggml_rope_custom", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope_custom_inplace: { name: "wsp_ggml_rope_custom_inplace", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope_yarn_corr_dims: { name: "wsp_ggml_rope_yarn_corr_dims", parameters: ["i32", "i32", "f32", "f32", "f32", "usize"], result: "void", optional: true },
-    wsp_ggml_rope_ext_back: { name: "wsp_ggml_rope_ext_back", parameters: ["usize", "usize", "usize", "usize", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_rope_multi_back: { name: "wsp_ggml_rope_multi_back", parameters: ["usize", "usize", "usize", "usize", "i32", "usize", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_clamp: { name: "wsp_ggml_clamp", parameters: ["usize", "usize", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_im2col: { name: "wsp_ggml_im2col", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32", "bool", "i32"], result: "usize", optional: true },
-    wsp_ggml_im2col_back: { name: "wsp_ggml_im2col_back", parameters: ["usize", "usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32", "bool"], result: "usize", optional: true },
-    wsp_ggml_conv_1d: { name: "wsp_ggml_conv_1d", parameters: ["usize", "usize", "usize", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_1d_ph: { name: "wsp_ggml_conv_1d_ph", parameters: ["usize", "usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_1d_dw: { name: "wsp_ggml_conv_1d_dw", parameters: ["usize", "usize", "usize", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_1d_dw_ph: { name: "wsp_ggml_conv_1d_dw_ph", parameters: ["usize", "usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_transpose_1d: { name: "wsp_ggml_conv_transpose_1d", parameters: ["usize", "usize", "usize", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_2d: { name: "wsp_ggml_conv_2d", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_im2col_3d: { name: "wsp_ggml_im2col_3d", parameters: ["usize", "usize", "usize", "i64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_3d: { name: "wsp_ggml_conv_3d", parameters: ["usize", "usize", "usize", "i64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_2d_sk_p0: { name: "wsp_ggml_conv_2d_sk_p0", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_conv_2d_s1_ph: { name: "wsp_ggml_conv_2d_s1_ph", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_conv_2d_dw: { name: "wsp_ggml_conv_2d_dw", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_2d_dw_direct: { name: "wsp_ggml_conv_2d_dw_direct", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_transpose_2d_p0: { name: "wsp_ggml_conv_transpose_2d_p0", parameters: ["usize", "usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_2d_direct: { name: "wsp_ggml_conv_2d_direct", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_conv_3d_direct: { name: "wsp_ggml_conv_3d_direct", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_pool_1d: { name: "wsp_ggml_pool_1d", parameters: ["usize", "usize", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_pool_2d: { name: "wsp_ggml_pool_2d", parameters: ["usize", "usize", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_pool_2d_back: { name: "wsp_ggml_pool_2d_back", parameters: ["usize", "usize", "usize", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_upscale: { name: "wsp_ggml_upscale", parameters: ["usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_upscale_ext: { name: "wsp_ggml_upscale_ext", parameters: ["usize", "usize", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_interpolate: { name: "wsp_ggml_interpolate", parameters: ["usize", "usize", "i64", "i64", "i64", "i64", "u32"], result: "usize", optional: true },
-    wsp_ggml_pad: { name: "wsp_ggml_pad", parameters: ["usize", "usize", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_pad_ext: { name: "wsp_ggml_pad_ext", parameters: ["usize", "usize", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_pad_reflect_1d: { name: "wsp_ggml_pad_reflect_1d", parameters: ["usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_roll: { name: "wsp_ggml_roll", parameters: ["usize", "usize", "i32", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_timestep_embedding: { name: "wsp_ggml_timestep_embedding", parameters: ["usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_argsort: { name: "wsp_ggml_argsort", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_arange: { name: "wsp_ggml_arange", parameters: ["usize", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_top_k: { name: "wsp_ggml_top_k", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_flash_attn_ext: { name: "wsp_ggml_flash_attn_ext", parameters: ["usize", "usize", "usize", "usize", "usize", "f32", "f32", "f32"], result: "usize", optional: true },
-    wsp_ggml_flash_attn_ext_set_prec: { name: "wsp_ggml_flash_attn_ext_set_prec", parameters: ["usize", "i32"], result: "void", optional: true },
-    wsp_ggml_flash_attn_ext_get_prec: { name: "wsp_ggml_flash_attn_ext_get_prec", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_flash_attn_ext_add_sinks: { name: "wsp_ggml_flash_attn_ext_add_sinks", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_flash_attn_back: { name: "wsp_ggml_flash_attn_back", parameters: ["usize", "usize", "usize", "usize", "usize", "bool"], result: "usize", optional: true },
-    wsp_ggml_ssm_conv: { name: "wsp_ggml_ssm_conv", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_ssm_scan: { name: "wsp_ggml_ssm_scan", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_win_part: { name: "wsp_ggml_win_part", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_win_unpart: { name: "wsp_ggml_win_unpart", parameters: ["usize", "usize", "i32", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_unary: { name: "wsp_ggml_unary", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_unary_inplace: { name: "wsp_ggml_unary_inplace", parameters: ["usize", "usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_get_rel_pos: { name: "wsp_ggml_get_rel_pos", parameters: ["usize", "usize", "i32", "i32"], result: "usize", optional: true },
-    wsp_ggml_add_rel_pos: { name: "wsp_ggml_add_rel_pos", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_add_rel_pos_inplace: { name: "wsp_ggml_add_rel_pos_inplace", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_rwkv_wkv6: { name: "wsp_ggml_rwkv_wkv6", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_gated_linear_attn: { name: "wsp_ggml_gated_linear_attn", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_rwkv_wkv7: { name: "wsp_ggml_rwkv_wkv7", parameters: ["usize", "usize", "usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_map_custom1: { name: "wsp_ggml_map_custom1", parameters: ["usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_map_custom1_inplace: { name: "wsp_ggml_map_custom1_inplace", parameters: ["usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_map_custom2: { name: "wsp_ggml_map_custom2", parameters: ["usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_map_custom2_inplace: { name: "wsp_ggml_map_custom2_inplace", parameters: ["usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_map_custom3: { name: "wsp_ggml_map_custom3", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_map_custom3_inplace: { name: "wsp_ggml_map_custom3_inplace", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_custom_4d: { name: "wsp_ggml_custom_4d", parameters: ["usize", "i32", "i64", "i64", "i64", "i64", "usize", "i32", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_custom_inplace: { name: "wsp_ggml_custom_inplace", parameters: ["usize", "usize", "usize", "i32", "usize", "i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_cross_entropy_loss: { name: "wsp_ggml_cross_entropy_loss", parameters: ["usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_cross_entropy_loss_back: { name: "wsp_ggml_cross_entropy_loss_back", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_opt_step_adamw: { name: "wsp_ggml_opt_step_adamw", parameters: ["usize", "usize", "usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_opt_step_sgd: { name: "wsp_ggml_opt_step_sgd", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_build_forward_expand: { name: "wsp_ggml_build_forward_expand", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_build_backward_expand: { name: "wsp_ggml_build_backward_expand", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_new_graph: { name: "wsp_ggml_new_graph", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_new_graph_custom: { name: "wsp_ggml_new_graph_custom", parameters: ["usize", "usize", "bool"], result: "usize", optional: true },
-    wsp_ggml_graph_dup: { name: "wsp_ggml_graph_dup", parameters: ["usize", "usize", "bool"], result: "usize", optional: true },
-    wsp_ggml_graph_cpy: { name: "wsp_ggml_graph_cpy", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_graph_reset: { name: "wsp_ggml_graph_reset", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_graph_clear: { name: "wsp_ggml_graph_clear", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_graph_size: { name: "wsp_ggml_graph_size", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_graph_node: { name: "wsp_ggml_graph_node", parameters: ["usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_graph_nodes: { name: "wsp_ggml_graph_nodes", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_graph_n_nodes: { name: "wsp_ggml_graph_n_nodes", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_graph_add_node: { name: "wsp_ggml_graph_add_node", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_graph_overhead: { name: "wsp_ggml_graph_overhead", parameters: [], result: "usize", optional: true },
-    wsp_ggml_graph_overhead_custom: { name: "wsp_ggml_graph_overhead_custom", parameters: ["usize", "bool"], result: "usize", optional: true },
-    wsp_ggml_graph_get_tensor: { name: "wsp_ggml_graph_get_tensor", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_graph_get_grad: { name: "wsp_ggml_graph_get_grad", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_graph_get_grad_acc: { name: "wsp_ggml_graph_get_grad_acc", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_graph_print: { name: "wsp_ggml_graph_print", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_graph_dump_dot: { name: "wsp_ggml_graph_dump_dot", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_log_set: { name: "wsp_ggml_log_set", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_set_zero: { name: "wsp_ggml_set_zero", parameters: ["usize"], result: "usize", optional: true },
+    wsp_ggml_is_transposed: { name: "wsp_num_ggml_is_transposed", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_permuted: { name: "wsp_num_ggml_is_permuted", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_empty: { name: "wsp_num_ggml_is_empty", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_scalar: { name: "wsp_num_ggml_is_scalar", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_vector: { name: "wsp_num_ggml_is_vector", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_matrix: { name: "wsp_num_ggml_is_matrix", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_3d: { name: "wsp_num_ggml_is_3d", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_n_dims: { name: "wsp_num_ggml_n_dims", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_is_contiguous: { name: "wsp_num_ggml_is_contiguous", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_contiguous_0: { name: "wsp_num_ggml_is_contiguous_0", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_contiguous_1: { name: "wsp_num_ggml_is_contiguous_1", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_contiguous_2: { name: "wsp_num_ggml_is_contiguous_2", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_contiguously_allocated: { name: "wsp_num_ggml_is_contiguously_allocated", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_contiguous_channels: { name: "wsp_num_ggml_is_contiguous_channels", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_is_contiguous_rows: { name: "wsp_num_ggml_is_contiguous_rows", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_are_same_shape: { name: "wsp_num_ggml_are_same_shape", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_are_same_stride: { name: "wsp_num_ggml_are_same_stride", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_can_repeat: { name: "wsp_num_ggml_can_repeat", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_tensor_overhead: { name: "wsp_num_ggml_tensor_overhead", parameters: [], result: "f64", optional: true },
+    wsp_ggml_validate_row_data: { name: "wsp_num_ggml_validate_row_data", parameters: ["i32", "f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_init: { name: "wsp_num_ggml_init", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_reset: { name: "wsp_num_ggml_reset", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_free: { name: "wsp_num_ggml_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_used_mem: { name: "wsp_num_ggml_used_mem", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_get_no_alloc: { name: "wsp_num_ggml_get_no_alloc", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_set_no_alloc: { name: "wsp_num_ggml_set_no_alloc", parameters: ["f64", "bool"], result: "void", optional: true },
+    wsp_ggml_get_mem_buffer: { name: "wsp_num_ggml_get_mem_buffer", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_get_mem_size: { name: "wsp_num_ggml_get_mem_size", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_get_max_tensor_size: { name: "wsp_num_ggml_get_max_tensor_size", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_new_tensor: { name: "wsp_num_ggml_new_tensor", parameters: ["f64", "i32", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_new_tensor_1d: { name: "wsp_num_ggml_new_tensor_1d", parameters: ["f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_new_tensor_2d: { name: "wsp_num_ggml_new_tensor_2d", parameters: ["f64", "i32", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_new_tensor_3d: { name: "wsp_num_ggml_new_tensor_3d", parameters: ["f64", "i32", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_new_tensor_4d: { name: "wsp_num_ggml_new_tensor_4d", parameters: ["f64", "i32", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_new_buffer: { name: "wsp_num_ggml_new_buffer", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_dup_tensor: { name: "wsp_num_ggml_dup_tensor", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_view_tensor: { name: "wsp_num_ggml_view_tensor", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_get_first_tensor: { name: "wsp_num_ggml_get_first_tensor", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_get_next_tensor: { name: "wsp_num_ggml_get_next_tensor", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_get_tensor: { name: "wsp_num_ggml_get_tensor", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_unravel_index: { name: "wsp_num_ggml_unravel_index", parameters: ["f64", "f64", "f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_get_unary_op: { name: "wsp_num_ggml_get_unary_op", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_get_glu_op: { name: "wsp_num_ggml_get_glu_op", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_get_data: { name: "wsp_num_ggml_get_data", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_get_data_f32: { name: "wsp_num_ggml_get_data_f32", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_get_name: { name: "wsp_num_ggml_get_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_set_name: { name: "wsp_num_ggml_set_name", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_set_input: { name: "wsp_num_ggml_set_input", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_set_output: { name: "wsp_num_ggml_set_output", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_set_param: { name: "wsp_num_ggml_set_param", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_set_loss: { name: "wsp_num_ggml_set_loss", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_dup: { name: "wsp_num_ggml_dup", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_dup_inplace: { name: "wsp_num_ggml_dup_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_add: { name: "wsp_num_ggml_add", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_add_inplace: { name: "wsp_num_ggml_add_inplace", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_add_cast: { name: "wsp_num_ggml_add_cast", parameters: ["f64", "f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_add_id: { name: "wsp_num_ggml_add_id", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_add1: { name: "wsp_num_ggml_add1", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_add1_inplace: { name: "wsp_num_ggml_add1_inplace", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_acc: { name: "wsp_num_ggml_acc", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_acc_inplace: { name: "wsp_num_ggml_acc_inplace", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sub: { name: "wsp_num_ggml_sub", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sub_inplace: { name: "wsp_num_ggml_sub_inplace", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_mul: { name: "wsp_num_ggml_mul", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_mul_inplace: { name: "wsp_num_ggml_mul_inplace", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_div: { name: "wsp_num_ggml_div", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_div_inplace: { name: "wsp_num_ggml_div_inplace", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sqr: { name: "wsp_num_ggml_sqr", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sqr_inplace: { name: "wsp_num_ggml_sqr_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sqrt: { name: "wsp_num_ggml_sqrt", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sqrt_inplace: { name: "wsp_num_ggml_sqrt_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_log: { name: "wsp_num_ggml_log", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_log_inplace: { name: "wsp_num_ggml_log_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sin: { name: "wsp_num_ggml_sin", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sin_inplace: { name: "wsp_num_ggml_sin_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cos: { name: "wsp_num_ggml_cos", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cos_inplace: { name: "wsp_num_ggml_cos_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sum: { name: "wsp_num_ggml_sum", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sum_rows: { name: "wsp_num_ggml_sum_rows", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_mean: { name: "wsp_num_ggml_mean", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_argmax: { name: "wsp_num_ggml_argmax", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_count_equal: { name: "wsp_num_ggml_count_equal", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_repeat: { name: "wsp_num_ggml_repeat", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_repeat_4d: { name: "wsp_num_ggml_repeat_4d", parameters: ["f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_repeat_back: { name: "wsp_num_ggml_repeat_back", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_concat: { name: "wsp_num_ggml_concat", parameters: ["f64", "f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_abs: { name: "wsp_num_ggml_abs", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_abs_inplace: { name: "wsp_num_ggml_abs_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sgn: { name: "wsp_num_ggml_sgn", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sgn_inplace: { name: "wsp_num_ggml_sgn_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_neg: { name: "wsp_num_ggml_neg", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_neg_inplace: { name: "wsp_num_ggml_neg_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_step: { name: "wsp_num_ggml_step", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_step_inplace: { name: "wsp_num_ggml_step_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_tanh: { name: "wsp_num_ggml_tanh", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_tanh_inplace: { name: "wsp_num_ggml_tanh_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_elu: { name: "wsp_num_ggml_elu", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_elu_inplace: { name: "wsp_num_ggml_elu_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_relu: { name: "wsp_num_ggml_relu", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_leaky_relu: { name: "wsp_num_ggml_leaky_relu", parameters: ["f64", "f64", "f32", "bool"], result: "f64", optional: true },
+    wsp_ggml_relu_inplace: { name: "wsp_num_ggml_relu_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sigmoid: { name: "wsp_num_ggml_sigmoid", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_sigmoid_inplace: { name: "wsp_num_ggml_sigmoid_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_gelu: { name: "wsp_num_ggml_gelu", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_gelu_inplace: { name: "wsp_num_ggml_gelu_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_gelu_erf: { name: "wsp_num_ggml_gelu_erf", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_gelu_erf_inplace: { name: "wsp_num_ggml_gelu_erf_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_gelu_quick: { name: "wsp_num_ggml_gelu_quick", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_gelu_quick_inplace: { name: "wsp_num_ggml_gelu_quick_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_silu: { name: "wsp_num_ggml_silu", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_silu_inplace: { name: "wsp_num_ggml_silu_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_silu_back: { name: "wsp_num_ggml_silu_back", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_hardswish: { name: "wsp_num_ggml_hardswish", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_hardsigmoid: { name: "wsp_num_ggml_hardsigmoid", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_exp: { name: "wsp_num_ggml_exp", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_exp_inplace: { name: "wsp_num_ggml_exp_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_glu: { name: "wsp_num_ggml_glu", parameters: ["f64", "f64", "i32", "bool"], result: "f64", optional: true },
+    wsp_ggml_reglu: { name: "wsp_num_ggml_reglu", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_reglu_swapped: { name: "wsp_num_ggml_reglu_swapped", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu: { name: "wsp_num_ggml_geglu", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_swapped: { name: "wsp_num_ggml_geglu_swapped", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_swiglu: { name: "wsp_num_ggml_swiglu", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_swiglu_swapped: { name: "wsp_num_ggml_swiglu_swapped", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_erf: { name: "wsp_num_ggml_geglu_erf", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_erf_swapped: { name: "wsp_num_ggml_geglu_erf_swapped", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_quick: { name: "wsp_num_ggml_geglu_quick", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_quick_swapped: { name: "wsp_num_ggml_geglu_quick_swapped", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_glu_split: { name: "wsp_num_ggml_glu_split", parameters: ["f64", "f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_reglu_split: { name: "wsp_num_ggml_reglu_split", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_split: { name: "wsp_num_ggml_geglu_split", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_swiglu_split: { name: "wsp_num_ggml_swiglu_split", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_erf_split: { name: "wsp_num_ggml_geglu_erf_split", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_geglu_quick_split: { name: "wsp_num_ggml_geglu_quick_split", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_swiglu_oai: { name: "wsp_num_ggml_swiglu_oai", parameters: ["f64", "f64", "f64", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_norm: { name: "wsp_num_ggml_norm", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_norm_inplace: { name: "wsp_num_ggml_norm_inplace", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_rms_norm: { name: "wsp_num_ggml_rms_norm", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_rms_norm_inplace: { name: "wsp_num_ggml_rms_norm_inplace", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_group_norm: { name: "wsp_num_ggml_group_norm", parameters: ["f64", "f64", "i32", "f32"], result: "f64", optional: true },
+    wsp_ggml_group_norm_inplace: { name: "wsp_num_ggml_group_norm_inplace", parameters: ["f64", "f64", "i32", "f32"], result: "f64", optional: true },
+    wsp_ggml_l2_norm: { name: "wsp_num_ggml_l2_norm", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_l2_norm_inplace: { name: "wsp_num_ggml_l2_norm_inplace", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_rms_norm_back: { name: "wsp_num_ggml_rms_norm_back", parameters: ["f64", "f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_mul_mat: { name: "wsp_num_ggml_mul_mat", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_mul_mat_set_prec: { name: "wsp_num_ggml_mul_mat_set_prec", parameters: ["f64", "i32"], result: "void", optional: true },
+    wsp_ggml_mul_mat_id: { name: "wsp_num_ggml_mul_mat_id", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_out_prod: { name: "wsp_num_ggml_out_prod", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_scale: { name: "wsp_num_ggml_scale", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_scale_inplace: { name: "wsp_num_ggml_scale_inplace", parameters: ["f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_scale_bias: { name: "wsp_num_ggml_scale_bias", parameters: ["f64", "f64", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_scale_bias_inplace: { name: "wsp_num_ggml_scale_bias_inplace", parameters: ["f64", "f64", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_set: { name: "wsp_num_ggml_set", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_set_inplace: { name: "wsp_num_ggml_set_inplace", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_set_1d: { name: "wsp_num_ggml_set_1d", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_set_1d_inplace: { name: "wsp_num_ggml_set_1d_inplace", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_set_2d: { name: "wsp_num_ggml_set_2d", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_set_2d_inplace: { name: "wsp_num_ggml_set_2d_inplace", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cpy: { name: "wsp_num_ggml_cpy", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cast: { name: "wsp_num_ggml_cast", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_cont: { name: "wsp_num_ggml_cont", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cont_1d: { name: "wsp_num_ggml_cont_1d", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cont_2d: { name: "wsp_num_ggml_cont_2d", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cont_3d: { name: "wsp_num_ggml_cont_3d", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cont_4d: { name: "wsp_num_ggml_cont_4d", parameters: ["f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_reshape: { name: "wsp_num_ggml_reshape", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_reshape_1d: { name: "wsp_num_ggml_reshape_1d", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_reshape_2d: { name: "wsp_num_ggml_reshape_2d", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_reshape_3d: { name: "wsp_num_ggml_reshape_3d", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_reshape_4d: { name: "wsp_num_ggml_reshape_4d", parameters: ["f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_view_1d: { name: "wsp_num_ggml_view_1d", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_view_2d: { name: "wsp_num_ggml_view_2d", parameters: ["f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_view_3d: { name: "wsp_num_ggml_view_3d", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_view_4d: { name: "wsp_num_ggml_view_4d", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_permute: { name: "wsp_num_ggml_permute", parameters: ["f64", "f64", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_transpose: { name: "wsp_num_ggml_transpose", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_get_rows: { name: "wsp_num_ggml_get_rows", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_get_rows_back: { name: "wsp_num_ggml_get_rows_back", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_set_rows: { name: "wsp_num_ggml_set_rows", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_diag: { name: "wsp_num_ggml_diag", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_diag_mask_inf: { name: "wsp_num_ggml_diag_mask_inf", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_diag_mask_inf_inplace: { name: "wsp_num_ggml_diag_mask_inf_inplace", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_diag_mask_zero: { name: "wsp_num_ggml_diag_mask_zero", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_diag_mask_zero_inplace: { name: "wsp_num_ggml_diag_mask_zero_inplace", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_soft_max: { name: "wsp_num_ggml_soft_max", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_soft_max_inplace: { name: "wsp_num_ggml_soft_max_inplace", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_soft_max_ext: { name: "wsp_num_ggml_soft_max_ext", parameters: ["f64", "f64", "f64", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_soft_max_add_sinks: { name: "wsp_num_ggml_soft_max_add_sinks", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_soft_max_ext_back: { name: "wsp_num_ggml_soft_max_ext_back", parameters: ["f64", "f64", "f64", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_soft_max_ext_back_inplace: { name: "wsp_num_ggml_soft_max_ext_back_inplace", parameters: ["f64", "f64", "f64", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope: { name: "wsp_num_ggml_rope", parameters: ["f64", "f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_rope_inplace: { name: "wsp_num_ggml_rope_inplace", parameters: ["f64", "f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_rope_ext: { name: "wsp_num_ggml_rope_ext", parameters: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope_multi: { name: "wsp_num_ggml_rope_multi", parameters: ["f64", "f64", "f64", "f64", "i32", "f64", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope_ext_inplace: { name: "wsp_num_ggml_rope_ext_inplace", parameters: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope_multi_inplace: { name: "wsp_num_ggml_rope_multi_inplace", parameters: ["f64", "f64", "f64", "f64", "i32", "f64", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope_custom: { name: "wsp_num_ggml_rope_custom", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope_custom_inplace: { name: "wsp_num_ggml_rope_custom_inplace", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope_yarn_corr_dims: { name: "wsp_num_ggml_rope_yarn_corr_dims", parameters: ["i32", "i32", "f32", "f32", "f32", "f64"], result: "void", optional: true },
+    wsp_ggml_rope_ext_back: { name: "wsp_num_ggml_rope_ext_back", parameters: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_rope_multi_back: { name: "wsp_num_ggml_rope_multi_back", parameters: ["f64", "f64", "f64", "f64", "i32", "f64", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_clamp: { name: "wsp_num_ggml_clamp", parameters: ["f64", "f64", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_im2col: { name: "wsp_num_ggml_im2col", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "bool", "i32"], result: "f64", optional: true },
+    wsp_ggml_im2col_back: { name: "wsp_num_ggml_im2col_back", parameters: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "bool"], result: "f64", optional: true },
+    wsp_ggml_conv_1d: { name: "wsp_num_ggml_conv_1d", parameters: ["f64", "f64", "f64", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_1d_ph: { name: "wsp_num_ggml_conv_1d_ph", parameters: ["f64", "f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_1d_dw: { name: "wsp_num_ggml_conv_1d_dw", parameters: ["f64", "f64", "f64", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_1d_dw_ph: { name: "wsp_num_ggml_conv_1d_dw_ph", parameters: ["f64", "f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_transpose_1d: { name: "wsp_num_ggml_conv_transpose_1d", parameters: ["f64", "f64", "f64", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_2d: { name: "wsp_num_ggml_conv_2d", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_im2col_3d: { name: "wsp_num_ggml_im2col_3d", parameters: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_3d: { name: "wsp_num_ggml_conv_3d", parameters: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_2d_sk_p0: { name: "wsp_num_ggml_conv_2d_sk_p0", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_conv_2d_s1_ph: { name: "wsp_num_ggml_conv_2d_s1_ph", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_conv_2d_dw: { name: "wsp_num_ggml_conv_2d_dw", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_2d_dw_direct: { name: "wsp_num_ggml_conv_2d_dw_direct", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_transpose_2d_p0: { name: "wsp_num_ggml_conv_transpose_2d_p0", parameters: ["f64", "f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_2d_direct: { name: "wsp_num_ggml_conv_2d_direct", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_conv_3d_direct: { name: "wsp_num_ggml_conv_3d_direct", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_pool_1d: { name: "wsp_num_ggml_pool_1d", parameters: ["f64", "f64", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_pool_2d: { name: "wsp_num_ggml_pool_2d", parameters: ["f64", "f64", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_pool_2d_back: { name: "wsp_num_ggml_pool_2d_back", parameters: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_upscale: { name: "wsp_num_ggml_upscale", parameters: ["f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_upscale_ext: { name: "wsp_num_ggml_upscale_ext", parameters: ["f64", "f64", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_interpolate: { name: "wsp_num_ggml_interpolate", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "u32"], result: "f64", optional: true },
+    wsp_ggml_pad: { name: "wsp_num_ggml_pad", parameters: ["f64", "f64", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_pad_ext: { name: "wsp_num_ggml_pad_ext", parameters: ["f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_pad_reflect_1d: { name: "wsp_num_ggml_pad_reflect_1d", parameters: ["f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_roll: { name: "wsp_num_ggml_roll", parameters: ["f64", "f64", "i32", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_timestep_embedding: { name: "wsp_num_ggml_timestep_embedding", parameters: ["f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_argsort: { name: "wsp_num_ggml_argsort", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_arange: { name: "wsp_num_ggml_arange", parameters: ["f64", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_top_k: { name: "wsp_num_ggml_top_k", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_flash_attn_ext: { name: "wsp_num_ggml_flash_attn_ext", parameters: ["f64", "f64", "f64", "f64", "f64", "f32", "f32", "f32"], result: "f64", optional: true },
+    wsp_ggml_flash_attn_ext_set_prec: { name: "wsp_num_ggml_flash_attn_ext_set_prec", parameters: ["f64", "i32"], result: "void", optional: true },
+    wsp_ggml_flash_attn_ext_get_prec: { name: "wsp_num_ggml_flash_attn_ext_get_prec", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_flash_attn_ext_add_sinks: { name: "wsp_num_ggml_flash_attn_ext_add_sinks", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_flash_attn_back: { name: "wsp_num_ggml_flash_attn_back", parameters: ["f64", "f64", "f64", "f64", "f64", "bool"], result: "f64", optional: true },
+    wsp_ggml_ssm_conv: { name: "wsp_num_ggml_ssm_conv", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_ssm_scan: { name: "wsp_num_ggml_ssm_scan", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_win_part: { name: "wsp_num_ggml_win_part", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_win_unpart: { name: "wsp_num_ggml_win_unpart", parameters: ["f64", "f64", "i32", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_unary: { name: "wsp_num_ggml_unary", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_unary_inplace: { name: "wsp_num_ggml_unary_inplace", parameters: ["f64", "f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_get_rel_pos: { name: "wsp_num_ggml_get_rel_pos", parameters: ["f64", "f64", "i32", "i32"], result: "f64", optional: true },
+    wsp_ggml_add_rel_pos: { name: "wsp_num_ggml_add_rel_pos", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_add_rel_pos_inplace: { name: "wsp_num_ggml_add_rel_pos_inplace", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_rwkv_wkv6: { name: "wsp_num_ggml_rwkv_wkv6", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_gated_linear_attn: { name: "wsp_num_ggml_gated_linear_attn", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_rwkv_wkv7: { name: "wsp_num_ggml_rwkv_wkv7", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_map_custom1: { name: "wsp_num_ggml_map_custom1", parameters: ["f64", "f64", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_map_custom1_inplace: { name: "wsp_num_ggml_map_custom1_inplace", parameters: ["f64", "f64", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_map_custom2: { name: "wsp_num_ggml_map_custom2", parameters: ["f64", "f64", "f64", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_map_custom2_inplace: { name: "wsp_num_ggml_map_custom2_inplace", parameters: ["f64", "f64", "f64", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_map_custom3: { name: "wsp_num_ggml_map_custom3", parameters: ["f64", "f64", "f64", "f64", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_map_custom3_inplace: { name: "wsp_num_ggml_map_custom3_inplace", parameters: ["f64", "f64", "f64", "f64", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_custom_4d: { name: "wsp_num_ggml_custom_4d", parameters: ["f64", "i32", "f64", "f64", "f64", "f64", "f64", "i32", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_custom_inplace: { name: "wsp_num_ggml_custom_inplace", parameters: ["f64", "f64", "f64", "i32", "f64", "i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_cross_entropy_loss: { name: "wsp_num_ggml_cross_entropy_loss", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_cross_entropy_loss_back: { name: "wsp_num_ggml_cross_entropy_loss_back", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_opt_step_adamw: { name: "wsp_num_ggml_opt_step_adamw", parameters: ["f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_opt_step_sgd: { name: "wsp_num_ggml_opt_step_sgd", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_build_forward_expand: { name: "wsp_num_ggml_build_forward_expand", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_build_backward_expand: { name: "wsp_num_ggml_build_backward_expand", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_new_graph: { name: "wsp_num_ggml_new_graph", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_new_graph_custom: { name: "wsp_num_ggml_new_graph_custom", parameters: ["f64", "f64", "bool"], result: "f64", optional: true },
+    wsp_ggml_graph_dup: { name: "wsp_num_ggml_graph_dup", parameters: ["f64", "f64", "bool"], result: "f64", optional: true },
+    wsp_ggml_graph_cpy: { name: "wsp_num_ggml_graph_cpy", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_graph_reset: { name: "wsp_num_ggml_graph_reset", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_graph_clear: { name: "wsp_num_ggml_graph_clear", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_graph_size: { name: "wsp_num_ggml_graph_size", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_graph_node: { name: "wsp_num_ggml_graph_node", parameters: ["f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_graph_nodes: { name: "wsp_num_ggml_graph_nodes", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_graph_n_nodes: { name: "wsp_num_ggml_graph_n_nodes", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_graph_add_node: { name: "wsp_num_ggml_graph_add_node", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_graph_overhead: { name: "wsp_num_ggml_graph_overhead", parameters: [], result: "f64", optional: true },
+    wsp_ggml_graph_overhead_custom: { name: "wsp_num_ggml_graph_overhead_custom", parameters: ["f64", "bool"], result: "f64", optional: true },
+    wsp_ggml_graph_get_tensor: { name: "wsp_num_ggml_graph_get_tensor", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_graph_get_grad: { name: "wsp_num_ggml_graph_get_grad", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_graph_get_grad_acc: { name: "wsp_num_ggml_graph_get_grad_acc", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_graph_print: { name: "wsp_num_ggml_graph_print", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_graph_dump_dot: { name: "wsp_num_ggml_graph_dump_dot", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_log_set: { name: "wsp_num_ggml_log_set", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_set_zero: { name: "wsp_num_ggml_set_zero", parameters: ["f64"], result: "f64", optional: true },
     wsp_ggml_wsp_quantize_init: { name: "wsp_ggml_wsp_quantize_init", parameters: ["i32"], result: "void", optional: true },
     wsp_ggml_wsp_quantize_free: { name: "wsp_ggml_wsp_quantize_free", parameters: [], result: "void", optional: true },
     wsp_ggml_wsp_quantize_requires_imatrix: { name: "wsp_ggml_wsp_quantize_requires_imatrix", parameters: ["i32"], result: "bool", optional: true },
-    wsp_ggml_wsp_quantize_chunk: { name: "wsp_ggml_wsp_quantize_chunk", parameters: ["i32", "usize", "usize", "i64", "i64", "i64", "usize"], result: "usize", optional: true },
-    wsp_ggml_get_type_traits: { name: "wsp_ggml_get_type_traits", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_threadpool_params_default: { name: "wsp_shim_ggml_threadpool_params_default", parameters: ["i32", "usize"], result: "void", optional: true },
-    wsp_ggml_threadpool_params_init: { name: "wsp_ggml_threadpool_params_init", parameters: ["usize", "i32"], result: "void", optional: true },
-    wsp_ggml_threadpool_params_match: { name: "wsp_ggml_threadpool_params_match", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_tallocr_new: { name: "wsp_shim_ggml_tallocr_new", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_tallocr_alloc: { name: "wsp_ggml_tallocr_alloc", parameters: ["usize", "usize"], result: "i32", optional: true },
-    wsp_ggml_gallocr_new: { name: "wsp_ggml_gallocr_new", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_gallocr_new_n: { name: "wsp_ggml_gallocr_new_n", parameters: ["usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_gallocr_free: { name: "wsp_ggml_gallocr_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_gallocr_reserve: { name: "wsp_ggml_gallocr_reserve", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_gallocr_reserve_n: { name: "wsp_ggml_gallocr_reserve_n", parameters: ["usize", "usize", "usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_gallocr_alloc_graph: { name: "wsp_ggml_gallocr_alloc_graph", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_gallocr_get_buffer_size: { name: "wsp_ggml_gallocr_get_buffer_size", parameters: ["usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_backend_alloc_ctx_tensors_from_buft: { name: "wsp_ggml_backend_alloc_ctx_tensors_from_buft", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_alloc_ctx_tensors: { name: "wsp_ggml_backend_alloc_ctx_tensors", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buft_name: { name: "wsp_ggml_backend_buft_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buft_alloc_buffer: { name: "wsp_ggml_backend_buft_alloc_buffer", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buft_get_alignment: { name: "wsp_ggml_backend_buft_get_alignment", parameters: ["usize"], result: "usize", optional: true },
+    wsp_ggml_wsp_quantize_chunk: { name: "wsp_num_ggml_wsp_quantize_chunk", parameters: ["i32", "f64", "f64", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_get_type_traits: { name: "wsp_num_ggml_get_type_traits", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_threadpool_params_default: { name: "wsp_num_ggml_threadpool_params_default", parameters: ["i32", "f64"], result: "void", optional: true },
+    wsp_ggml_threadpool_params_init: { name: "wsp_num_ggml_threadpool_params_init", parameters: ["f64", "i32"], result: "void", optional: true },
+    wsp_ggml_threadpool_params_match: { name: "wsp_num_ggml_threadpool_params_match", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_tallocr_new: { name: "wsp_num_ggml_tallocr_new", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_tallocr_alloc: { name: "wsp_num_ggml_tallocr_alloc", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_ggml_gallocr_new: { name: "wsp_num_ggml_gallocr_new", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_gallocr_new_n: { name: "wsp_num_ggml_gallocr_new_n", parameters: ["f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_gallocr_free: { name: "wsp_num_ggml_gallocr_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_gallocr_reserve: { name: "wsp_num_ggml_gallocr_reserve", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_gallocr_reserve_n: { name: "wsp_num_ggml_gallocr_reserve_n", parameters: ["f64", "f64", "f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_gallocr_alloc_graph: { name: "wsp_num_ggml_gallocr_alloc_graph", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_gallocr_get_buffer_size: { name: "wsp_num_ggml_gallocr_get_buffer_size", parameters: ["f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_backend_alloc_ctx_tensors_from_buft: { name: "wsp_num_ggml_backend_alloc_ctx_tensors_from_buft", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_alloc_ctx_tensors: { name: "wsp_num_ggml_backend_alloc_ctx_tensors", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buft_name: { name: "wsp_num_ggml_backend_buft_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buft_alloc_buffer: { name: "wsp_num_ggml_backend_buft_alloc_buffer", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buft_get_alignment: { name: "wsp_num_ggml_backend_buft_get_alignment", parameters: ["f64"], result: "f64", optional: true },
     wsp_ggml_backend_buft_get_max_size: { name: "wsp_ggml_backend_buft_get_max_size", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buft_get_alloc_size: { name: "wsp_ggml_backend_buft_get_alloc_size", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buft_is_host: { name: "wsp_ggml_backend_buft_is_host", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_backend_buft_get_device: { name: "wsp_ggml_backend_buft_get_device", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buffer_name: { name: "wsp_ggml_backend_buffer_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buffer_free: { name: "wsp_ggml_backend_buffer_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_buffer_get_base: { name: "wsp_ggml_backend_buffer_get_base", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buffer_get_size: { name: "wsp_ggml_backend_buffer_get_size", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buffer_init_tensor: { name: "wsp_ggml_backend_buffer_init_tensor", parameters: ["usize", "usize"], result: "i32", optional: true },
-    wsp_ggml_backend_buffer_get_alignment: { name: "wsp_ggml_backend_buffer_get_alignment", parameters: ["usize"], result: "usize", optional: true },
+    wsp_ggml_backend_buft_get_alloc_size: { name: "wsp_num_ggml_backend_buft_get_alloc_size", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buft_is_host: { name: "wsp_num_ggml_backend_buft_is_host", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_backend_buft_get_device: { name: "wsp_num_ggml_backend_buft_get_device", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buffer_name: { name: "wsp_num_ggml_backend_buffer_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buffer_free: { name: "wsp_num_ggml_backend_buffer_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_buffer_get_base: { name: "wsp_num_ggml_backend_buffer_get_base", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buffer_get_size: { name: "wsp_num_ggml_backend_buffer_get_size", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buffer_init_tensor: { name: "wsp_num_ggml_backend_buffer_init_tensor", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_ggml_backend_buffer_get_alignment: { name: "wsp_num_ggml_backend_buffer_get_alignment", parameters: ["f64"], result: "f64", optional: true },
     wsp_ggml_backend_buffer_get_max_size: { name: "wsp_ggml_backend_buffer_get_max_size", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buffer_get_alloc_size: { name: "wsp_ggml_backend_buffer_get_alloc_size", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buffer_clear: { name: "wsp_ggml_backend_buffer_clear", parameters: ["usize", "u8"], result: "void", optional: true },
-    wsp_ggml_backend_buffer_is_host: { name: "wsp_ggml_backend_buffer_is_host", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_backend_buffer_set_usage: { name: "wsp_ggml_backend_buffer_set_usage", parameters: ["usize", "i32"], result: "void", optional: true },
-    wsp_ggml_backend_buffer_get_usage: { name: "wsp_ggml_backend_buffer_get_usage", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_backend_buffer_get_type: { name: "wsp_ggml_backend_buffer_get_type", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_buffer_reset: { name: "wsp_ggml_backend_buffer_reset", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_tensor_copy: { name: "wsp_ggml_backend_tensor_copy", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_guid: { name: "wsp_ggml_backend_guid", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_name: { name: "wsp_ggml_backend_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_free: { name: "wsp_ggml_backend_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_get_default_buffer_type: { name: "wsp_ggml_backend_get_default_buffer_type", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_alloc_buffer: { name: "wsp_ggml_backend_alloc_buffer", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_get_alignment: { name: "wsp_ggml_backend_get_alignment", parameters: ["usize"], result: "usize", optional: true },
+    wsp_ggml_backend_buffer_get_alloc_size: { name: "wsp_num_ggml_backend_buffer_get_alloc_size", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buffer_clear: { name: "wsp_num_ggml_backend_buffer_clear", parameters: ["f64", "u8"], result: "void", optional: true },
+    wsp_ggml_backend_buffer_is_host: { name: "wsp_num_ggml_backend_buffer_is_host", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_backend_buffer_set_usage: { name: "wsp_num_ggml_backend_buffer_set_usage", parameters: ["f64", "i32"], result: "void", optional: true },
+    wsp_ggml_backend_buffer_get_usage: { name: "wsp_num_ggml_backend_buffer_get_usage", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_backend_buffer_get_type: { name: "wsp_num_ggml_backend_buffer_get_type", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_buffer_reset: { name: "wsp_num_ggml_backend_buffer_reset", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_tensor_copy: { name: "wsp_num_ggml_backend_tensor_copy", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_guid: { name: "wsp_num_ggml_backend_guid", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_name: { name: "wsp_num_ggml_backend_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_free: { name: "wsp_num_ggml_backend_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_get_default_buffer_type: { name: "wsp_num_ggml_backend_get_default_buffer_type", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_alloc_buffer: { name: "wsp_num_ggml_backend_alloc_buffer", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_get_alignment: { name: "wsp_num_ggml_backend_get_alignment", parameters: ["f64"], result: "f64", optional: true },
     wsp_ggml_backend_get_max_size: { name: "wsp_ggml_backend_get_max_size", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_tensor_set_async: { name: "wsp_ggml_backend_tensor_set_async", parameters: ["usize", "usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_tensor_get_async: { name: "wsp_ggml_backend_tensor_get_async", parameters: ["usize", "usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_tensor_set: { name: "wsp_ggml_backend_tensor_set", parameters: ["usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_tensor_get: { name: "wsp_ggml_backend_tensor_get", parameters: ["usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_tensor_memset: { name: "wsp_ggml_backend_tensor_memset", parameters: ["usize", "u8", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_synchronize: { name: "wsp_ggml_backend_synchronize", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_graph_plan_create: { name: "wsp_ggml_backend_graph_plan_create", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_graph_plan_free: { name: "wsp_ggml_backend_graph_plan_free", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_graph_plan_compute: { name: "wsp_ggml_backend_graph_plan_compute", parameters: ["usize", "usize"], result: "i32", optional: true },
-    wsp_ggml_backend_graph_compute: { name: "wsp_ggml_backend_graph_compute", parameters: ["usize", "usize"], result: "i32", optional: true },
-    "wsp_ggml_backend_graph_compute$nonblocking": { name: "wsp_ggml_backend_graph_compute", parameters: ["usize", "usize"], result: "i32", optional: true, nonblocking: true },
-    wsp_ggml_backend_graph_compute_async: { name: "wsp_ggml_backend_graph_compute_async", parameters: ["usize", "usize"], result: "i32", optional: true },
-    wsp_ggml_backend_supports_op: { name: "wsp_ggml_backend_supports_op", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_supports_buft: { name: "wsp_ggml_backend_supports_buft", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_offload_op: { name: "wsp_ggml_backend_offload_op", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_tensor_copy_async: { name: "wsp_ggml_backend_tensor_copy_async", parameters: ["usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_get_device: { name: "wsp_ggml_backend_get_device", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_event_new: { name: "wsp_ggml_backend_event_new", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_event_free: { name: "wsp_ggml_backend_event_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_event_record: { name: "wsp_ggml_backend_event_record", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_event_synchronize: { name: "wsp_ggml_backend_event_synchronize", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_event_wait: { name: "wsp_ggml_backend_event_wait", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_dev_name: { name: "wsp_ggml_backend_dev_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_description: { name: "wsp_ggml_backend_dev_description", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_memory: { name: "wsp_ggml_backend_dev_memory", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_dev_type: { name: "wsp_ggml_backend_dev_type", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_backend_dev_get_props: { name: "wsp_ggml_backend_dev_get_props", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_dev_backend_reg: { name: "wsp_ggml_backend_dev_backend_reg", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_init: { name: "wsp_ggml_backend_dev_init", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_buffer_type: { name: "wsp_ggml_backend_dev_buffer_type", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_host_buffer_type: { name: "wsp_ggml_backend_dev_host_buffer_type", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_buffer_from_host_ptr: { name: "wsp_ggml_backend_dev_buffer_from_host_ptr", parameters: ["usize", "usize", "usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_supports_op: { name: "wsp_ggml_backend_dev_supports_op", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_dev_supports_buft: { name: "wsp_ggml_backend_dev_supports_buft", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_dev_offload_op: { name: "wsp_ggml_backend_dev_offload_op", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_reg_name: { name: "wsp_ggml_backend_reg_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_reg_dev_count: { name: "wsp_ggml_backend_reg_dev_count", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_reg_dev_get: { name: "wsp_ggml_backend_reg_dev_get", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_reg_get_proc_address: { name: "wsp_ggml_backend_reg_get_proc_address", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_device_register: { name: "wsp_ggml_backend_device_register", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_reg_count: { name: "wsp_ggml_backend_reg_count", parameters: [], result: "usize", optional: true },
-    wsp_ggml_backend_reg_get: { name: "wsp_ggml_backend_reg_get", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_reg_by_name: { name: "wsp_ggml_backend_reg_by_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_count: { name: "wsp_ggml_backend_dev_count", parameters: [], result: "usize", optional: true },
-    wsp_ggml_backend_dev_get: { name: "wsp_ggml_backend_dev_get", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_by_name: { name: "wsp_ggml_backend_dev_by_name", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_dev_by_type: { name: "wsp_ggml_backend_dev_by_type", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_backend_init_by_name: { name: "wsp_ggml_backend_init_by_name", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_init_by_type: { name: "wsp_ggml_backend_init_by_type", parameters: ["i32", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_init_best: { name: "wsp_ggml_backend_init_best", parameters: [], result: "usize", optional: true },
-    wsp_ggml_backend_load: { name: "wsp_ggml_backend_load", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_backend_unload: { name: "wsp_ggml_backend_unload", parameters: ["usize"], result: "void", optional: true },
+    wsp_ggml_backend_tensor_set_async: { name: "wsp_num_ggml_backend_tensor_set_async", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_tensor_get_async: { name: "wsp_num_ggml_backend_tensor_get_async", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_tensor_set: { name: "wsp_num_ggml_backend_tensor_set", parameters: ["f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_tensor_get: { name: "wsp_num_ggml_backend_tensor_get", parameters: ["f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_tensor_memset: { name: "wsp_num_ggml_backend_tensor_memset", parameters: ["f64", "u8", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_synchronize: { name: "wsp_num_ggml_backend_synchronize", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_graph_plan_create: { name: "wsp_num_ggml_backend_graph_plan_create", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_graph_plan_free: { name: "wsp_num_ggml_backend_graph_plan_free", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_graph_plan_compute: { name: "wsp_num_ggml_backend_graph_plan_compute", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_ggml_backend_graph_compute: { name: "wsp_num_ggml_backend_graph_compute", parameters: ["f64", "f64"], result: "i32", optional: true },
+    "wsp_ggml_backend_graph_compute$nonblocking": { name: "wsp_num_ggml_backend_graph_compute", parameters: ["f64", "f64"], result: "i32", optional: true, nonblocking: true },
+    wsp_ggml_backend_graph_compute_async: { name: "wsp_num_ggml_backend_graph_compute_async", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_ggml_backend_supports_op: { name: "wsp_num_ggml_backend_supports_op", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_supports_buft: { name: "wsp_num_ggml_backend_supports_buft", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_offload_op: { name: "wsp_num_ggml_backend_offload_op", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_tensor_copy_async: { name: "wsp_num_ggml_backend_tensor_copy_async", parameters: ["f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_get_device: { name: "wsp_num_ggml_backend_get_device", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_event_new: { name: "wsp_num_ggml_backend_event_new", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_event_free: { name: "wsp_num_ggml_backend_event_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_event_record: { name: "wsp_num_ggml_backend_event_record", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_event_synchronize: { name: "wsp_num_ggml_backend_event_synchronize", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_event_wait: { name: "wsp_num_ggml_backend_event_wait", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_dev_name: { name: "wsp_num_ggml_backend_dev_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_description: { name: "wsp_num_ggml_backend_dev_description", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_memory: { name: "wsp_num_ggml_backend_dev_memory", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_dev_type: { name: "wsp_num_ggml_backend_dev_type", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_backend_dev_get_props: { name: "wsp_num_ggml_backend_dev_get_props", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_dev_backend_reg: { name: "wsp_num_ggml_backend_dev_backend_reg", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_init: { name: "wsp_num_ggml_backend_dev_init", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_buffer_type: { name: "wsp_num_ggml_backend_dev_buffer_type", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_host_buffer_type: { name: "wsp_num_ggml_backend_dev_host_buffer_type", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_buffer_from_host_ptr: { name: "wsp_num_ggml_backend_dev_buffer_from_host_ptr", parameters: ["f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_supports_op: { name: "wsp_num_ggml_backend_dev_supports_op", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_dev_supports_buft: { name: "wsp_num_ggml_backend_dev_supports_buft", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_dev_offload_op: { name: "wsp_num_ggml_backend_dev_offload_op", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_reg_name: { name: "wsp_num_ggml_backend_reg_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_reg_dev_count: { name: "wsp_num_ggml_backend_reg_dev_count", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_reg_dev_get: { name: "wsp_num_ggml_backend_reg_dev_get", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_reg_get_proc_address: { name: "wsp_num_ggml_backend_reg_get_proc_address", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_device_register: { name: "wsp_num_ggml_backend_device_register", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_reg_count: { name: "wsp_num_ggml_backend_reg_count", parameters: [], result: "f64", optional: true },
+    wsp_ggml_backend_reg_get: { name: "wsp_num_ggml_backend_reg_get", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_reg_by_name: { name: "wsp_num_ggml_backend_reg_by_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_count: { name: "wsp_num_ggml_backend_dev_count", parameters: [], result: "f64", optional: true },
+    wsp_ggml_backend_dev_get: { name: "wsp_num_ggml_backend_dev_get", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_by_name: { name: "wsp_num_ggml_backend_dev_by_name", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_dev_by_type: { name: "wsp_num_ggml_backend_dev_by_type", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_backend_init_by_name: { name: "wsp_num_ggml_backend_init_by_name", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_init_by_type: { name: "wsp_num_ggml_backend_init_by_type", parameters: ["i32", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_init_best: { name: "wsp_num_ggml_backend_init_best", parameters: [], result: "f64", optional: true },
+    wsp_ggml_backend_load: { name: "wsp_num_ggml_backend_load", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_backend_unload: { name: "wsp_num_ggml_backend_unload", parameters: ["f64"], result: "void", optional: true },
     wsp_ggml_backend_load_all: { name: "wsp_ggml_backend_load_all", parameters: [], result: "void", optional: true },
     "wsp_ggml_backend_load_all$nonblocking": { name: "wsp_ggml_backend_load_all", parameters: [], result: "void", optional: true, nonblocking: true },
-    wsp_ggml_backend_load_all_from_path: { name: "wsp_ggml_backend_load_all_from_path", parameters: ["usize"], result: "void", optional: true },
-    "wsp_ggml_backend_load_all_from_path$nonblocking": { name: "wsp_ggml_backend_load_all_from_path", parameters: ["usize"], result: "void", optional: true, nonblocking: true },
-    wsp_ggml_backend_sched_new: { name: "wsp_ggml_backend_sched_new", parameters: ["usize", "usize", "i32", "usize", "bool", "bool"], result: "usize", optional: true },
-    wsp_ggml_backend_sched_free: { name: "wsp_ggml_backend_sched_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_sched_reserve: { name: "wsp_ggml_backend_sched_reserve", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_sched_get_n_backends: { name: "wsp_ggml_backend_sched_get_n_backends", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_backend_sched_get_backend: { name: "wsp_ggml_backend_sched_get_backend", parameters: ["usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_backend_sched_get_n_splits: { name: "wsp_ggml_backend_sched_get_n_splits", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_backend_sched_get_n_copies: { name: "wsp_ggml_backend_sched_get_n_copies", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_backend_sched_get_buffer_type: { name: "wsp_ggml_backend_sched_get_buffer_type", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_sched_get_buffer_size: { name: "wsp_ggml_backend_sched_get_buffer_size", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_sched_set_tensor_backend: { name: "wsp_ggml_backend_sched_set_tensor_backend", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_sched_get_tensor_backend: { name: "wsp_ggml_backend_sched_get_tensor_backend", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_sched_split_graph: { name: "wsp_ggml_backend_sched_split_graph", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_sched_alloc_graph: { name: "wsp_ggml_backend_sched_alloc_graph", parameters: ["usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_sched_graph_compute: { name: "wsp_ggml_backend_sched_graph_compute", parameters: ["usize", "usize"], result: "i32", optional: true },
-    "wsp_ggml_backend_sched_graph_compute$nonblocking": { name: "wsp_ggml_backend_sched_graph_compute", parameters: ["usize", "usize"], result: "i32", optional: true, nonblocking: true },
-    wsp_ggml_backend_sched_graph_compute_async: { name: "wsp_ggml_backend_sched_graph_compute_async", parameters: ["usize", "usize"], result: "i32", optional: true },
-    wsp_ggml_backend_sched_synchronize: { name: "wsp_ggml_backend_sched_synchronize", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_sched_reset: { name: "wsp_ggml_backend_sched_reset", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_sched_set_eval_callback: { name: "wsp_ggml_backend_sched_set_eval_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_graph_copy: { name: "wsp_shim_ggml_backend_graph_copy", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_graph_copy_free: { name: "wsp_shim_ggml_backend_graph_copy_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_backend_compare_graph_backend: { name: "wsp_ggml_backend_compare_graph_backend", parameters: ["usize", "usize", "usize", "usize", "usize", "usize"], result: "bool", optional: true },
-    wsp_ggml_backend_tensor_alloc: { name: "wsp_ggml_backend_tensor_alloc", parameters: ["usize", "usize", "usize"], result: "i32", optional: true },
-    wsp_ggml_backend_view_init: { name: "wsp_ggml_backend_view_init", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_backend_cpu_buffer_from_ptr: { name: "wsp_ggml_backend_cpu_buffer_from_ptr", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_backend_cpu_buffer_type: { name: "wsp_ggml_backend_cpu_buffer_type", parameters: [], result: "usize", optional: true },
-    wsp_ggml_opt_dataset_init: { name: "wsp_ggml_opt_dataset_init", parameters: ["i32", "i32", "i64", "i64", "i64", "i64"], result: "usize", optional: true },
-    wsp_ggml_opt_dataset_free: { name: "wsp_ggml_opt_dataset_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_opt_dataset_ndata: { name: "wsp_ggml_opt_dataset_ndata", parameters: ["usize"], result: "i64", optional: true },
-    wsp_ggml_opt_dataset_data: { name: "wsp_ggml_opt_dataset_data", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_dataset_labels: { name: "wsp_ggml_opt_dataset_labels", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_dataset_shuffle: { name: "wsp_ggml_opt_dataset_shuffle", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_opt_dataset_get_batch: { name: "wsp_ggml_opt_dataset_get_batch", parameters: ["usize", "usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_opt_dataset_get_batch_host: { name: "wsp_ggml_opt_dataset_get_batch_host", parameters: ["usize", "usize", "usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_opt_get_default_optimizer_params: { name: "wsp_shim_ggml_opt_get_default_optimizer_params", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_get_constant_optimizer_params: { name: "wsp_shim_ggml_opt_get_constant_optimizer_params", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_default_params: { name: "wsp_shim_ggml_opt_default_params", parameters: ["usize", "i32", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_init: { name: "wsp_shim_ggml_opt_init", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_free: { name: "wsp_ggml_opt_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_opt_reset: { name: "wsp_ggml_opt_reset", parameters: ["usize", "bool"], result: "void", optional: true },
-    wsp_ggml_opt_static_graphs: { name: "wsp_ggml_opt_static_graphs", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_opt_inputs: { name: "wsp_ggml_opt_inputs", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_outputs: { name: "wsp_ggml_opt_outputs", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_labels: { name: "wsp_ggml_opt_labels", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_loss: { name: "wsp_ggml_opt_loss", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_pred: { name: "wsp_ggml_opt_pred", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_ncorrect: { name: "wsp_ggml_opt_ncorrect", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_opt_grad_acc: { name: "wsp_ggml_opt_grad_acc", parameters: ["usize", "usize"], result: "usize", optional: true },
-    wsp_ggml_opt_context_optimizer_type: { name: "wsp_ggml_opt_context_optimizer_type", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_opt_optimizer_name: { name: "wsp_ggml_opt_optimizer_name", parameters: ["i32"], result: "usize", optional: true },
-    wsp_ggml_opt_result_init: { name: "wsp_ggml_opt_result_init", parameters: [], result: "usize", optional: true },
-    wsp_ggml_opt_result_free: { name: "wsp_ggml_opt_result_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_opt_result_reset: { name: "wsp_ggml_opt_result_reset", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_opt_result_ndata: { name: "wsp_ggml_opt_result_ndata", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_result_loss: { name: "wsp_ggml_opt_result_loss", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_result_pred: { name: "wsp_ggml_opt_result_pred", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_result_accuracy: { name: "wsp_ggml_opt_result_accuracy", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_prepare_alloc: { name: "wsp_ggml_opt_prepare_alloc", parameters: ["usize", "usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_alloc: { name: "wsp_ggml_opt_alloc", parameters: ["usize", "bool"], result: "void", optional: true },
-    wsp_ggml_opt_eval: { name: "wsp_ggml_opt_eval", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_epoch: { name: "wsp_ggml_opt_epoch", parameters: ["usize", "usize", "usize", "usize", "i64", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_opt_epoch_callback_progress_bar: { name: "wsp_ggml_opt_epoch_callback_progress_bar", parameters: ["bool", "usize", "usize", "usize", "i64", "i64", "i64"], result: "void", optional: true },
-    wsp_ggml_opt_fit: { name: "wsp_ggml_opt_fit", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "i32", "usize", "i64", "i64", "f32", "bool"], result: "void", optional: true },
-    "wsp_ggml_opt_fit$nonblocking": { name: "wsp_ggml_opt_fit", parameters: ["usize", "usize", "usize", "usize", "usize", "i32", "i32", "usize", "i64", "i64", "f32", "bool"], result: "void", optional: true, nonblocking: true },
-    wsp_gguf_init_empty: { name: "wsp_gguf_init_empty", parameters: [], result: "usize", optional: true },
-    wsp_gguf_init_from_file: { name: "wsp_shim_gguf_init_from_file", parameters: ["usize", "usize"], result: "usize", optional: true },
-    "wsp_gguf_init_from_file$nonblocking": { name: "wsp_shim_gguf_init_from_file", parameters: ["usize", "usize"], result: "usize", optional: true, nonblocking: true },
-    wsp_gguf_free: { name: "wsp_gguf_free", parameters: ["usize"], result: "void", optional: true },
-    wsp_gguf_type_name: { name: "wsp_gguf_type_name", parameters: ["i32"], result: "usize", optional: true },
-    wsp_gguf_get_version: { name: "wsp_gguf_get_version", parameters: ["usize"], result: "u32", optional: true },
-    wsp_gguf_get_alignment: { name: "wsp_gguf_get_alignment", parameters: ["usize"], result: "usize", optional: true },
-    wsp_gguf_get_data_offset: { name: "wsp_gguf_get_data_offset", parameters: ["usize"], result: "usize", optional: true },
-    wsp_gguf_get_n_kv: { name: "wsp_gguf_get_n_kv", parameters: ["usize"], result: "i64", optional: true },
-    wsp_gguf_find_key: { name: "wsp_gguf_find_key", parameters: ["usize", "usize"], result: "i64", optional: true },
-    wsp_gguf_get_key: { name: "wsp_gguf_get_key", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_get_kv_type: { name: "wsp_gguf_get_kv_type", parameters: ["usize", "i64"], result: "i32", optional: true },
-    wsp_gguf_get_arr_type: { name: "wsp_gguf_get_arr_type", parameters: ["usize", "i64"], result: "i32", optional: true },
-    wsp_gguf_get_val_u8: { name: "wsp_gguf_get_val_u8", parameters: ["usize", "i64"], result: "u8", optional: true },
-    wsp_gguf_get_val_i8: { name: "wsp_gguf_get_val_i8", parameters: ["usize", "i64"], result: "i8", optional: true },
-    wsp_gguf_get_val_u16: { name: "wsp_gguf_get_val_u16", parameters: ["usize", "i64"], result: "u16", optional: true },
-    wsp_gguf_get_val_i16: { name: "wsp_gguf_get_val_i16", parameters: ["usize", "i64"], result: "i16", optional: true },
-    wsp_gguf_get_val_u32: { name: "wsp_gguf_get_val_u32", parameters: ["usize", "i64"], result: "u32", optional: true },
-    wsp_gguf_get_val_i32: { name: "wsp_gguf_get_val_i32", parameters: ["usize", "i64"], result: "i32", optional: true },
-    wsp_gguf_get_val_f32: { name: "wsp_gguf_get_val_f32", parameters: ["usize", "i64"], result: "f32", optional: true },
+    wsp_ggml_backend_load_all_from_path: { name: "wsp_num_ggml_backend_load_all_from_path", parameters: ["f64"], result: "void", optional: true },
+    "wsp_ggml_backend_load_all_from_path$nonblocking": { name: "wsp_num_ggml_backend_load_all_from_path", parameters: ["f64"], result: "void", optional: true, nonblocking: true },
+    wsp_ggml_backend_sched_new: { name: "wsp_num_ggml_backend_sched_new", parameters: ["f64", "f64", "i32", "f64", "bool", "bool"], result: "f64", optional: true },
+    wsp_ggml_backend_sched_free: { name: "wsp_num_ggml_backend_sched_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_sched_reserve: { name: "wsp_num_ggml_backend_sched_reserve", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_sched_get_n_backends: { name: "wsp_num_ggml_backend_sched_get_n_backends", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_backend_sched_get_backend: { name: "wsp_num_ggml_backend_sched_get_backend", parameters: ["f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_backend_sched_get_n_splits: { name: "wsp_num_ggml_backend_sched_get_n_splits", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_backend_sched_get_n_copies: { name: "wsp_num_ggml_backend_sched_get_n_copies", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_backend_sched_get_buffer_type: { name: "wsp_num_ggml_backend_sched_get_buffer_type", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_sched_get_buffer_size: { name: "wsp_num_ggml_backend_sched_get_buffer_size", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_sched_set_tensor_backend: { name: "wsp_num_ggml_backend_sched_set_tensor_backend", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_sched_get_tensor_backend: { name: "wsp_num_ggml_backend_sched_get_tensor_backend", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_sched_split_graph: { name: "wsp_num_ggml_backend_sched_split_graph", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_sched_alloc_graph: { name: "wsp_num_ggml_backend_sched_alloc_graph", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_sched_graph_compute: { name: "wsp_num_ggml_backend_sched_graph_compute", parameters: ["f64", "f64"], result: "i32", optional: true },
+    "wsp_ggml_backend_sched_graph_compute$nonblocking": { name: "wsp_num_ggml_backend_sched_graph_compute", parameters: ["f64", "f64"], result: "i32", optional: true, nonblocking: true },
+    wsp_ggml_backend_sched_graph_compute_async: { name: "wsp_num_ggml_backend_sched_graph_compute_async", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_ggml_backend_sched_synchronize: { name: "wsp_num_ggml_backend_sched_synchronize", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_sched_reset: { name: "wsp_num_ggml_backend_sched_reset", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_sched_set_eval_callback: { name: "wsp_num_ggml_backend_sched_set_eval_callback", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_graph_copy: { name: "wsp_num_ggml_backend_graph_copy", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_graph_copy_free: { name: "wsp_num_ggml_backend_graph_copy_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_backend_compare_graph_backend: { name: "wsp_num_ggml_backend_compare_graph_backend", parameters: ["f64", "f64", "f64", "f64", "f64", "f64"], result: "bool", optional: true },
+    wsp_ggml_backend_tensor_alloc: { name: "wsp_num_ggml_backend_tensor_alloc", parameters: ["f64", "f64", "f64"], result: "i32", optional: true },
+    wsp_ggml_backend_view_init: { name: "wsp_num_ggml_backend_view_init", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_backend_cpu_buffer_from_ptr: { name: "wsp_num_ggml_backend_cpu_buffer_from_ptr", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_backend_cpu_buffer_type: { name: "wsp_num_ggml_backend_cpu_buffer_type", parameters: [], result: "f64", optional: true },
+    wsp_ggml_opt_dataset_init: { name: "wsp_num_ggml_opt_dataset_init", parameters: ["i32", "i32", "f64", "f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_opt_dataset_free: { name: "wsp_num_ggml_opt_dataset_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_opt_dataset_ndata: { name: "wsp_num_ggml_opt_dataset_ndata", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_dataset_data: { name: "wsp_num_ggml_opt_dataset_data", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_dataset_labels: { name: "wsp_num_ggml_opt_dataset_labels", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_dataset_shuffle: { name: "wsp_num_ggml_opt_dataset_shuffle", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_dataset_get_batch: { name: "wsp_num_ggml_opt_dataset_get_batch", parameters: ["f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_dataset_get_batch_host: { name: "wsp_num_ggml_opt_dataset_get_batch_host", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_get_default_optimizer_params: { name: "wsp_num_ggml_opt_get_default_optimizer_params", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_get_constant_optimizer_params: { name: "wsp_num_ggml_opt_get_constant_optimizer_params", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_default_params: { name: "wsp_num_ggml_opt_default_params", parameters: ["f64", "i32", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_init: { name: "wsp_num_ggml_opt_init", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_free: { name: "wsp_num_ggml_opt_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_opt_reset: { name: "wsp_num_ggml_opt_reset", parameters: ["f64", "bool"], result: "void", optional: true },
+    wsp_ggml_opt_static_graphs: { name: "wsp_num_ggml_opt_static_graphs", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_opt_inputs: { name: "wsp_num_ggml_opt_inputs", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_outputs: { name: "wsp_num_ggml_opt_outputs", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_labels: { name: "wsp_num_ggml_opt_labels", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_loss: { name: "wsp_num_ggml_opt_loss", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_pred: { name: "wsp_num_ggml_opt_pred", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_ncorrect: { name: "wsp_num_ggml_opt_ncorrect", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_opt_grad_acc: { name: "wsp_num_ggml_opt_grad_acc", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_ggml_opt_context_optimizer_type: { name: "wsp_num_ggml_opt_context_optimizer_type", parameters: ["f64"], result: "i32", optional: true },
+    wsp_ggml_opt_optimizer_name: { name: "wsp_num_ggml_opt_optimizer_name", parameters: ["i32"], result: "f64", optional: true },
+    wsp_ggml_opt_result_init: { name: "wsp_num_ggml_opt_result_init", parameters: [], result: "f64", optional: true },
+    wsp_ggml_opt_result_free: { name: "wsp_num_ggml_opt_result_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_opt_result_reset: { name: "wsp_num_ggml_opt_result_reset", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_opt_result_ndata: { name: "wsp_num_ggml_opt_result_ndata", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_result_loss: { name: "wsp_num_ggml_opt_result_loss", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_result_pred: { name: "wsp_num_ggml_opt_result_pred", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_result_accuracy: { name: "wsp_num_ggml_opt_result_accuracy", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_prepare_alloc: { name: "wsp_num_ggml_opt_prepare_alloc", parameters: ["f64", "f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_alloc: { name: "wsp_num_ggml_opt_alloc", parameters: ["f64", "bool"], result: "void", optional: true },
+    wsp_ggml_opt_eval: { name: "wsp_num_ggml_opt_eval", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_epoch: { name: "wsp_num_ggml_opt_epoch", parameters: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_epoch_callback_progress_bar: { name: "wsp_num_ggml_opt_epoch_callback_progress_bar", parameters: ["bool", "f64", "f64", "f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_opt_fit: { name: "wsp_num_ggml_opt_fit", parameters: ["f64", "f64", "f64", "f64", "f64", "i32", "i32", "f64", "f64", "f64", "f32", "bool"], result: "void", optional: true },
+    "wsp_ggml_opt_fit$nonblocking": { name: "wsp_num_ggml_opt_fit", parameters: ["f64", "f64", "f64", "f64", "f64", "i32", "i32", "f64", "f64", "f64", "f32", "bool"], result: "void", optional: true, nonblocking: true },
+    wsp_gguf_init_empty: { name: "wsp_num_gguf_init_empty", parameters: [], result: "f64", optional: true },
+    wsp_gguf_init_from_file: { name: "wsp_num_gguf_init_from_file", parameters: ["f64", "f64"], result: "f64", optional: true },
+    "wsp_gguf_init_from_file$nonblocking": { name: "wsp_num_gguf_init_from_file", parameters: ["f64", "f64"], result: "f64", optional: true, nonblocking: true },
+    wsp_gguf_free: { name: "wsp_num_gguf_free", parameters: ["f64"], result: "void", optional: true },
+    wsp_gguf_type_name: { name: "wsp_num_gguf_type_name", parameters: ["i32"], result: "f64", optional: true },
+    wsp_gguf_get_version: { name: "wsp_num_gguf_get_version", parameters: ["f64"], result: "u32", optional: true },
+    wsp_gguf_get_alignment: { name: "wsp_num_gguf_get_alignment", parameters: ["f64"], result: "f64", optional: true },
+    wsp_gguf_get_data_offset: { name: "wsp_num_gguf_get_data_offset", parameters: ["f64"], result: "f64", optional: true },
+    wsp_gguf_get_n_kv: { name: "wsp_num_gguf_get_n_kv", parameters: ["f64"], result: "f64", optional: true },
+    wsp_gguf_find_key: { name: "wsp_num_gguf_find_key", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_key: { name: "wsp_num_gguf_get_key", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_kv_type: { name: "wsp_num_gguf_get_kv_type", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_gguf_get_arr_type: { name: "wsp_num_gguf_get_arr_type", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_gguf_get_val_u8: { name: "wsp_num_gguf_get_val_u8", parameters: ["f64", "f64"], result: "u8", optional: true },
+    wsp_gguf_get_val_i8: { name: "wsp_num_gguf_get_val_i8", parameters: ["f64", "f64"], result: "i8", optional: true },
+    wsp_gguf_get_val_u16: { name: "wsp_num_gguf_get_val_u16", parameters: ["f64", "f64"], result: "u16", optional: true },
+    wsp_gguf_get_val_i16: { name: "wsp_num_gguf_get_val_i16", parameters: ["f64", "f64"], result: "i16", optional: true },
+    wsp_gguf_get_val_u32: { name: "wsp_num_gguf_get_val_u32", parameters: ["f64", "f64"], result: "u32", optional: true },
+    wsp_gguf_get_val_i32: { name: "wsp_num_gguf_get_val_i32", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_gguf_get_val_f32: { name: "wsp_num_gguf_get_val_f32", parameters: ["f64", "f64"], result: "f32", optional: true },
     wsp_gguf_get_val_u64: { name: "wsp_gguf_get_val_u64", parameters: ["usize", "i64"], result: "u64", optional: true },
     wsp_gguf_get_val_i64: { name: "wsp_gguf_get_val_i64", parameters: ["usize", "i64"], result: "i64", optional: true },
-    wsp_gguf_get_val_f64: { name: "wsp_gguf_get_val_f64", parameters: ["usize", "i64"], result: "f64", optional: true },
-    wsp_gguf_get_val_bool: { name: "wsp_gguf_get_val_bool", parameters: ["usize", "i64"], result: "bool", optional: true },
-    wsp_gguf_get_val_str: { name: "wsp_gguf_get_val_str", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_get_val_data: { name: "wsp_gguf_get_val_data", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_get_arr_n: { name: "wsp_gguf_get_arr_n", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_get_arr_data: { name: "wsp_gguf_get_arr_data", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_get_arr_str: { name: "wsp_gguf_get_arr_str", parameters: ["usize", "i64", "usize"], result: "usize", optional: true },
-    wsp_gguf_get_n_tensors: { name: "wsp_gguf_get_n_tensors", parameters: ["usize"], result: "i64", optional: true },
-    wsp_gguf_find_tensor: { name: "wsp_gguf_find_tensor", parameters: ["usize", "usize"], result: "i64", optional: true },
-    wsp_gguf_get_tensor_offset: { name: "wsp_gguf_get_tensor_offset", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_get_tensor_name: { name: "wsp_gguf_get_tensor_name", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_get_tensor_type: { name: "wsp_gguf_get_tensor_type", parameters: ["usize", "i64"], result: "i32", optional: true },
-    wsp_gguf_get_tensor_size: { name: "wsp_gguf_get_tensor_size", parameters: ["usize", "i64"], result: "usize", optional: true },
-    wsp_gguf_remove_key: { name: "wsp_gguf_remove_key", parameters: ["usize", "usize"], result: "i64", optional: true },
-    wsp_gguf_set_val_u8: { name: "wsp_gguf_set_val_u8", parameters: ["usize", "usize", "u8"], result: "void", optional: true },
-    wsp_gguf_set_val_i8: { name: "wsp_gguf_set_val_i8", parameters: ["usize", "usize", "i8"], result: "void", optional: true },
-    wsp_gguf_set_val_u16: { name: "wsp_gguf_set_val_u16", parameters: ["usize", "usize", "u16"], result: "void", optional: true },
-    wsp_gguf_set_val_i16: { name: "wsp_gguf_set_val_i16", parameters: ["usize", "usize", "i16"], result: "void", optional: true },
-    wsp_gguf_set_val_u32: { name: "wsp_gguf_set_val_u32", parameters: ["usize", "usize", "u32"], result: "void", optional: true },
-    wsp_gguf_set_val_i32: { name: "wsp_gguf_set_val_i32", parameters: ["usize", "usize", "i32"], result: "void", optional: true },
-    wsp_gguf_set_val_f32: { name: "wsp_gguf_set_val_f32", parameters: ["usize", "usize", "f32"], result: "void", optional: true },
+    wsp_gguf_get_val_f64: { name: "wsp_num_gguf_get_val_f64", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_val_bool: { name: "wsp_num_gguf_get_val_bool", parameters: ["f64", "f64"], result: "bool", optional: true },
+    wsp_gguf_get_val_str: { name: "wsp_num_gguf_get_val_str", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_val_data: { name: "wsp_num_gguf_get_val_data", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_arr_n: { name: "wsp_num_gguf_get_arr_n", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_arr_data: { name: "wsp_num_gguf_get_arr_data", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_arr_str: { name: "wsp_num_gguf_get_arr_str", parameters: ["f64", "f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_n_tensors: { name: "wsp_num_gguf_get_n_tensors", parameters: ["f64"], result: "f64", optional: true },
+    wsp_gguf_find_tensor: { name: "wsp_num_gguf_find_tensor", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_tensor_offset: { name: "wsp_num_gguf_get_tensor_offset", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_tensor_name: { name: "wsp_num_gguf_get_tensor_name", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_get_tensor_type: { name: "wsp_num_gguf_get_tensor_type", parameters: ["f64", "f64"], result: "i32", optional: true },
+    wsp_gguf_get_tensor_size: { name: "wsp_num_gguf_get_tensor_size", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_remove_key: { name: "wsp_num_gguf_remove_key", parameters: ["f64", "f64"], result: "f64", optional: true },
+    wsp_gguf_set_val_u8: { name: "wsp_num_gguf_set_val_u8", parameters: ["f64", "f64", "u8"], result: "void", optional: true },
+    wsp_gguf_set_val_i8: { name: "wsp_num_gguf_set_val_i8", parameters: ["f64", "f64", "i8"], result: "void", optional: true },
+    wsp_gguf_set_val_u16: { name: "wsp_num_gguf_set_val_u16", parameters: ["f64", "f64", "u16"], result: "void", optional: true },
+    wsp_gguf_set_val_i16: { name: "wsp_num_gguf_set_val_i16", parameters: ["f64", "f64", "i16"], result: "void", optional: true },
+    wsp_gguf_set_val_u32: { name: "wsp_num_gguf_set_val_u32", parameters: ["f64", "f64", "u32"], result: "void", optional: true },
+    wsp_gguf_set_val_i32: { name: "wsp_num_gguf_set_val_i32", parameters: ["f64", "f64", "i32"], result: "void", optional: true },
+    wsp_gguf_set_val_f32: { name: "wsp_num_gguf_set_val_f32", parameters: ["f64", "f64", "f32"], result: "void", optional: true },
     wsp_gguf_set_val_u64: { name: "wsp_gguf_set_val_u64", parameters: ["usize", "usize", "u64"], result: "void", optional: true },
     wsp_gguf_set_val_i64: { name: "wsp_gguf_set_val_i64", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_gguf_set_val_f64: { name: "wsp_gguf_set_val_f64", parameters: ["usize", "usize", "f64"], result: "void", optional: true },
-    wsp_gguf_set_val_bool: { name: "wsp_gguf_set_val_bool", parameters: ["usize", "usize", "bool"], result: "void", optional: true },
-    wsp_gguf_set_val_str: { name: "wsp_gguf_set_val_str", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_gguf_set_arr_data: { name: "wsp_gguf_set_arr_data", parameters: ["usize", "usize", "i32", "usize", "usize"], result: "void", optional: true },
-    wsp_gguf_set_arr_str: { name: "wsp_gguf_set_arr_str", parameters: ["usize", "usize", "usize", "usize"], result: "void", optional: true },
-    wsp_gguf_set_kv: { name: "wsp_gguf_set_kv", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_gguf_add_tensor: { name: "wsp_gguf_add_tensor", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_gguf_set_tensor_type: { name: "wsp_gguf_set_tensor_type", parameters: ["usize", "usize", "i32"], result: "void", optional: true },
-    wsp_gguf_set_tensor_data: { name: "wsp_gguf_set_tensor_data", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_gguf_write_to_file: { name: "wsp_gguf_write_to_file", parameters: ["usize", "usize", "bool"], result: "bool", optional: true },
-    "wsp_gguf_write_to_file$nonblocking": { name: "wsp_gguf_write_to_file", parameters: ["usize", "usize", "bool"], result: "bool", optional: true, nonblocking: true },
-    wsp_gguf_get_meta_size: { name: "wsp_gguf_get_meta_size", parameters: ["usize"], result: "usize", optional: true },
-    wsp_gguf_get_meta_data: { name: "wsp_gguf_get_meta_data", parameters: ["usize", "usize"], result: "void", optional: true },
+    wsp_gguf_set_val_f64: { name: "wsp_num_gguf_set_val_f64", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_gguf_set_val_bool: { name: "wsp_num_gguf_set_val_bool", parameters: ["f64", "f64", "bool"], result: "void", optional: true },
+    wsp_gguf_set_val_str: { name: "wsp_num_gguf_set_val_str", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_gguf_set_arr_data: { name: "wsp_num_gguf_set_arr_data", parameters: ["f64", "f64", "i32", "f64", "f64"], result: "void", optional: true },
+    wsp_gguf_set_arr_str: { name: "wsp_num_gguf_set_arr_str", parameters: ["f64", "f64", "f64", "f64"], result: "void", optional: true },
+    wsp_gguf_set_kv: { name: "wsp_num_gguf_set_kv", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_gguf_add_tensor: { name: "wsp_num_gguf_add_tensor", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_gguf_set_tensor_type: { name: "wsp_num_gguf_set_tensor_type", parameters: ["f64", "f64", "i32"], result: "void", optional: true },
+    wsp_gguf_set_tensor_data: { name: "wsp_num_gguf_set_tensor_data", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_gguf_write_to_file: { name: "wsp_num_gguf_write_to_file", parameters: ["f64", "f64", "bool"], result: "bool", optional: true },
+    "wsp_gguf_write_to_file$nonblocking": { name: "wsp_num_gguf_write_to_file", parameters: ["f64", "f64", "bool"], result: "bool", optional: true, nonblocking: true },
+    wsp_gguf_get_meta_size: { name: "wsp_num_gguf_get_meta_size", parameters: ["f64"], result: "f64", optional: true },
+    wsp_gguf_get_meta_data: { name: "wsp_num_gguf_get_meta_data", parameters: ["f64", "f64"], result: "void", optional: true },
   },
   cpu: {
     wsp_ggml_numa_init: { name: "wsp_ggml_numa_init", parameters: ["i32"], result: "void", optional: true },
     wsp_ggml_is_numa: { name: "wsp_ggml_is_numa", parameters: [], result: "bool", optional: true },
-    wsp_ggml_new_i32: { name: "wsp_ggml_new_i32", parameters: ["usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_new_f32: { name: "wsp_ggml_new_f32", parameters: ["usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_set_i32: { name: "wsp_ggml_set_i32", parameters: ["usize", "i32"], result: "usize", optional: true },
-    wsp_ggml_set_f32: { name: "wsp_ggml_set_f32", parameters: ["usize", "f32"], result: "usize", optional: true },
-    wsp_ggml_get_i32_1d: { name: "wsp_ggml_get_i32_1d", parameters: ["usize", "i32"], result: "i32", optional: true },
-    wsp_ggml_set_i32_1d: { name: "wsp_ggml_set_i32_1d", parameters: ["usize", "i32", "i32"], result: "void", optional: true },
-    wsp_ggml_get_i32_nd: { name: "wsp_ggml_get_i32_nd", parameters: ["usize", "i32", "i32", "i32", "i32"], result: "i32", optional: true },
-    wsp_ggml_set_i32_nd: { name: "wsp_ggml_set_i32_nd", parameters: ["usize", "i32", "i32", "i32", "i32", "i32"], result: "void", optional: true },
-    wsp_ggml_get_f32_1d: { name: "wsp_ggml_get_f32_1d", parameters: ["usize", "i32"], result: "f32", optional: true },
-    wsp_ggml_set_f32_1d: { name: "wsp_ggml_set_f32_1d", parameters: ["usize", "i32", "f32"], result: "void", optional: true },
-    wsp_ggml_get_f32_nd: { name: "wsp_ggml_get_f32_nd", parameters: ["usize", "i32", "i32", "i32", "i32"], result: "f32", optional: true },
-    wsp_ggml_set_f32_nd: { name: "wsp_ggml_set_f32_nd", parameters: ["usize", "i32", "i32", "i32", "i32", "f32"], result: "void", optional: true },
-    wsp_ggml_threadpool_new: { name: "wsp_ggml_threadpool_new", parameters: ["usize"], result: "usize", optional: true },
-    wsp_ggml_threadpool_free: { name: "wsp_ggml_threadpool_free", parameters: ["usize"], result: "void", optional: true },
+    wsp_ggml_new_i32: { name: "wsp_num_ggml_new_i32", parameters: ["f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_new_f32: { name: "wsp_num_ggml_new_f32", parameters: ["f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_set_i32: { name: "wsp_num_ggml_set_i32", parameters: ["f64", "i32"], result: "f64", optional: true },
+    wsp_ggml_set_f32: { name: "wsp_num_ggml_set_f32", parameters: ["f64", "f32"], result: "f64", optional: true },
+    wsp_ggml_get_i32_1d: { name: "wsp_num_ggml_get_i32_1d", parameters: ["f64", "i32"], result: "i32", optional: true },
+    wsp_ggml_set_i32_1d: { name: "wsp_num_ggml_set_i32_1d", parameters: ["f64", "i32", "i32"], result: "void", optional: true },
+    wsp_ggml_get_i32_nd: { name: "wsp_num_ggml_get_i32_nd", parameters: ["f64", "i32", "i32", "i32", "i32"], result: "i32", optional: true },
+    wsp_ggml_set_i32_nd: { name: "wsp_num_ggml_set_i32_nd", parameters: ["f64", "i32", "i32", "i32", "i32", "i32"], result: "void", optional: true },
+    wsp_ggml_get_f32_1d: { name: "wsp_num_ggml_get_f32_1d", parameters: ["f64", "i32"], result: "f32", optional: true },
+    wsp_ggml_set_f32_1d: { name: "wsp_num_ggml_set_f32_1d", parameters: ["f64", "i32", "f32"], result: "void", optional: true },
+    wsp_ggml_get_f32_nd: { name: "wsp_num_ggml_get_f32_nd", parameters: ["f64", "i32", "i32", "i32", "i32"], result: "f32", optional: true },
+    wsp_ggml_set_f32_nd: { name: "wsp_num_ggml_set_f32_nd", parameters: ["f64", "i32", "i32", "i32", "i32", "f32"], result: "void", optional: true },
+    wsp_ggml_threadpool_new: { name: "wsp_num_ggml_threadpool_new", parameters: ["f64"], result: "f64", optional: true },
+    wsp_ggml_threadpool_free: { name: "wsp_num_ggml_threadpool_free", parameters: ["f64"], result: "void", optional: true },
     wsp_ggml_threadpool_get_n_threads: { name: "wsp_ggml_threadpool_get_n_threads", parameters: ["usize"], result: "i32", optional: true },
-    wsp_ggml_threadpool_pause: { name: "wsp_ggml_threadpool_pause", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_threadpool_resume: { name: "wsp_ggml_threadpool_resume", parameters: ["usize"], result: "void", optional: true },
-    wsp_ggml_graph_plan: { name: "wsp_shim_ggml_graph_plan", parameters: ["usize", "i32", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_graph_compute: { name: "wsp_ggml_graph_compute", parameters: ["usize", "usize"], result: "i32", optional: true },
-    "wsp_ggml_graph_compute$nonblocking": { name: "wsp_ggml_graph_compute", parameters: ["usize", "usize"], result: "i32", optional: true, nonblocking: true },
-    wsp_ggml_graph_compute_with_ctx: { name: "wsp_ggml_graph_compute_with_ctx", parameters: ["usize", "usize", "i32"], result: "i32", optional: true },
-    "wsp_ggml_graph_compute_with_ctx$nonblocking": { name: "wsp_ggml_graph_compute_with_ctx", parameters: ["usize", "usize", "i32"], result: "i32", optional: true, nonblocking: true },
+    wsp_ggml_threadpool_pause: { name: "wsp_num_ggml_threadpool_pause", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_threadpool_resume: { name: "wsp_num_ggml_threadpool_resume", parameters: ["f64"], result: "void", optional: true },
+    wsp_ggml_graph_plan: { name: "wsp_num_ggml_graph_plan", parameters: ["f64", "i32", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_graph_compute: { name: "wsp_num_ggml_graph_compute", parameters: ["f64", "f64"], result: "i32", optional: true },
+    "wsp_ggml_graph_compute$nonblocking": { name: "wsp_num_ggml_graph_compute", parameters: ["f64", "f64"], result: "i32", optional: true, nonblocking: true },
+    wsp_ggml_graph_compute_with_ctx: { name: "wsp_num_ggml_graph_compute_with_ctx", parameters: ["f64", "f64", "i32"], result: "i32", optional: true },
+    "wsp_ggml_graph_compute_with_ctx$nonblocking": { name: "wsp_num_ggml_graph_compute_with_ctx", parameters: ["f64", "f64", "i32"], result: "i32", optional: true, nonblocking: true },
     wsp_ggml_cpu_has_sse3: { name: "wsp_ggml_cpu_has_sse3", parameters: [], result: "i32", optional: true },
     wsp_ggml_cpu_has_ssse3: { name: "wsp_ggml_cpu_has_ssse3", parameters: [], result: "i32", optional: true },
     wsp_ggml_cpu_has_avx: { name: "wsp_ggml_cpu_has_avx", parameters: [], result: "i32", optional: true },
@@ -5544,20 +6656,20 @@ export const denoSymbols = {
     wsp_ggml_cpu_has_vxe: { name: "wsp_ggml_cpu_has_vxe", parameters: [], result: "i32", optional: true },
     wsp_ggml_cpu_has_wasm_simd: { name: "wsp_ggml_cpu_has_wasm_simd", parameters: [], result: "i32", optional: true },
     wsp_ggml_cpu_has_llamafile: { name: "wsp_ggml_cpu_has_llamafile", parameters: [], result: "i32", optional: true },
-    wsp_ggml_get_type_traits_cpu: { name: "wsp_ggml_get_type_traits_cpu", parameters: ["i32"], result: "usize", optional: true },
+    wsp_ggml_get_type_traits_cpu: { name: "wsp_num_ggml_get_type_traits_cpu", parameters: ["i32"], result: "f64", optional: true },
     wsp_ggml_cpu_init: { name: "wsp_ggml_cpu_init", parameters: [], result: "void", optional: true },
-    wsp_ggml_backend_cpu_init: { name: "wsp_ggml_backend_cpu_init", parameters: [], result: "usize", optional: true },
-    wsp_ggml_backend_is_cpu: { name: "wsp_ggml_backend_is_cpu", parameters: ["usize"], result: "bool", optional: true },
-    wsp_ggml_backend_cpu_set_n_threads: { name: "wsp_ggml_backend_cpu_set_n_threads", parameters: ["usize", "i32"], result: "void", optional: true },
-    wsp_ggml_backend_cpu_set_threadpool: { name: "wsp_ggml_backend_cpu_set_threadpool", parameters: ["usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_cpu_set_abort_callback: { name: "wsp_ggml_backend_cpu_set_abort_callback", parameters: ["usize", "usize", "usize"], result: "void", optional: true },
-    wsp_ggml_backend_cpu_reg: { name: "wsp_ggml_backend_cpu_reg", parameters: [], result: "usize", optional: true },
-    wsp_ggml_cpu_fp32_to_fp32: { name: "wsp_ggml_cpu_fp32_to_fp32", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_cpu_fp32_to_i32: { name: "wsp_ggml_cpu_fp32_to_i32", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_cpu_fp32_to_fp16: { name: "wsp_ggml_cpu_fp32_to_fp16", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_cpu_fp16_to_fp32: { name: "wsp_ggml_cpu_fp16_to_fp32", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_cpu_fp32_to_bf16: { name: "wsp_ggml_cpu_fp32_to_bf16", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
-    wsp_ggml_cpu_bf16_to_fp32: { name: "wsp_ggml_cpu_bf16_to_fp32", parameters: ["usize", "usize", "i64"], result: "void", optional: true },
+    wsp_ggml_backend_cpu_init: { name: "wsp_num_ggml_backend_cpu_init", parameters: [], result: "f64", optional: true },
+    wsp_ggml_backend_is_cpu: { name: "wsp_num_ggml_backend_is_cpu", parameters: ["f64"], result: "bool", optional: true },
+    wsp_ggml_backend_cpu_set_n_threads: { name: "wsp_num_ggml_backend_cpu_set_n_threads", parameters: ["f64", "i32"], result: "void", optional: true },
+    wsp_ggml_backend_cpu_set_threadpool: { name: "wsp_num_ggml_backend_cpu_set_threadpool", parameters: ["f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_cpu_set_abort_callback: { name: "wsp_num_ggml_backend_cpu_set_abort_callback", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_backend_cpu_reg: { name: "wsp_num_ggml_backend_cpu_reg", parameters: [], result: "f64", optional: true },
+    wsp_ggml_cpu_fp32_to_fp32: { name: "wsp_num_ggml_cpu_fp32_to_fp32", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_cpu_fp32_to_i32: { name: "wsp_num_ggml_cpu_fp32_to_i32", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_cpu_fp32_to_fp16: { name: "wsp_num_ggml_cpu_fp32_to_fp16", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_cpu_fp16_to_fp32: { name: "wsp_num_ggml_cpu_fp16_to_fp32", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_cpu_fp32_to_bf16: { name: "wsp_num_ggml_cpu_fp32_to_bf16", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
+    wsp_ggml_cpu_bf16_to_fp32: { name: "wsp_num_ggml_cpu_bf16_to_fp32", parameters: ["f64", "f64", "f64"], result: "void", optional: true },
   },
   metal: {
     wsp_ggml_backend_metal_init: { name: "wsp_ggml_backend_metal_init", parameters: [], result: "usize", optional: true },
@@ -5571,575 +6683,576 @@ export const denoSymbols = {
 
 /**
  * The `bun:ffi` `dlopen` tables, one per library, keyed by exported symbol
- * (shims under their own names), derived from {@linkcode functions}. Functions
+ * (shims and number-ABI wrappers under their own names), derived from
+ * {@linkcode functions}. Functions
  * the library does not define are left out, so that `dlopen` never fails.
  */
 export const bunSymbols = {
   base: {
-    wsp_ggml_set_abort_callback: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_status_to_string: { args: ["i32"], returns: "ptr" },
+    wsp_num_ggml_set_abort_callback: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_status_to_string: { args: ["i32"], returns: "f64" },
     wsp_ggml_fp16_to_fp32: { args: ["u16"], returns: "f32" },
     wsp_ggml_fp32_to_fp16: { args: ["f32"], returns: "u16" },
-    wsp_ggml_fp16_to_fp32_row: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_fp32_to_fp16_row: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_shim_ggml_fp32_to_bf16: { args: ["f32", "ptr"], returns: "void" },
-    wsp_shim_ggml_bf16_to_fp32: { args: ["ptr"], returns: "f32" },
-    wsp_ggml_bf16_to_fp32_row: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_fp32_to_bf16_row_ref: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_fp32_to_bf16_row: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_guid_matches: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_version: { args: [], returns: "ptr" },
-    wsp_ggml_commit: { args: [], returns: "ptr" },
+    wsp_num_ggml_fp16_to_fp32_row: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_fp32_to_fp16_row: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_fp32_to_bf16: { args: ["f32", "f64"], returns: "void" },
+    wsp_num_ggml_bf16_to_fp32: { args: ["f64"], returns: "f32" },
+    wsp_num_ggml_bf16_to_fp32_row: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_fp32_to_bf16_row_ref: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_fp32_to_bf16_row: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_guid_matches: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_version: { args: [], returns: "f64" },
+    wsp_num_ggml_commit: { args: [], returns: "f64" },
     wsp_ggml_time_init: { args: [], returns: "void" },
-    wsp_ggml_time_ms: { args: [], returns: "i64_fast" },
-    wsp_ggml_time_us: { args: [], returns: "i64_fast" },
+    wsp_num_ggml_time_ms: { args: [], returns: "f64" },
+    wsp_num_ggml_time_us: { args: [], returns: "f64" },
     wsp_ggml_cycles: { args: [], returns: "i64_fast" },
-    wsp_ggml_cycles_per_ms: { args: [], returns: "i64_fast" },
-    wsp_ggml_fopen: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_print_object: { args: ["ptr"], returns: "void" },
-    wsp_ggml_print_objects: { args: ["ptr"], returns: "void" },
-    wsp_ggml_nelements: { args: ["ptr"], returns: "i64_fast" },
-    wsp_ggml_nrows: { args: ["ptr"], returns: "i64_fast" },
-    wsp_ggml_nbytes: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_nbytes_pad: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_blck_size: { args: ["i32"], returns: "i64_fast" },
-    wsp_ggml_type_size: { args: ["i32"], returns: "u64_fast" },
-    wsp_ggml_row_size: { args: ["i32", "i64_fast"], returns: "u64_fast" },
+    wsp_num_ggml_cycles_per_ms: { args: [], returns: "f64" },
+    wsp_num_ggml_fopen: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_print_object: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_print_objects: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_nelements: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_nrows: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_nbytes: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_nbytes_pad: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_blck_size: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_type_size: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_row_size: { args: ["i32", "f64"], returns: "f64" },
     wsp_ggml_type_sizef: { args: ["i32"], returns: "f64" },
-    wsp_ggml_type_name: { args: ["i32"], returns: "ptr" },
-    wsp_ggml_op_name: { args: ["i32"], returns: "ptr" },
-    wsp_ggml_op_symbol: { args: ["i32"], returns: "ptr" },
-    wsp_ggml_unary_op_name: { args: ["i32"], returns: "ptr" },
-    wsp_ggml_glu_op_name: { args: ["i32"], returns: "ptr" },
-    wsp_ggml_op_desc: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_element_size: { args: ["ptr"], returns: "u64_fast" },
+    wsp_num_ggml_type_name: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_op_name: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_op_symbol: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_unary_op_name: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_glu_op_name: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_op_desc: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_element_size: { args: ["f64"], returns: "f64" },
     wsp_ggml_is_quantized: { args: ["i32"], returns: "bool" },
     wsp_ggml_ftype_to_wsp_ggml_type: { args: ["i32"], returns: "i32" },
-    wsp_ggml_is_transposed: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_permuted: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_empty: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_scalar: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_vector: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_matrix: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_3d: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_n_dims: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_is_contiguous: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_contiguous_0: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_contiguous_1: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_contiguous_2: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_contiguously_allocated: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_contiguous_channels: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_is_contiguous_rows: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_are_same_shape: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_are_same_stride: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_can_repeat: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_tensor_overhead: { args: [], returns: "u64_fast" },
-    wsp_ggml_validate_row_data: { args: ["i32", "ptr", "u64_fast"], returns: "bool" },
-    wsp_shim_ggml_init: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_reset: { args: ["ptr"], returns: "void" },
-    wsp_ggml_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_used_mem: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_get_no_alloc: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_set_no_alloc: { args: ["ptr", "bool"], returns: "void" },
-    wsp_ggml_get_mem_buffer: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_get_mem_size: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_get_max_tensor_size: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_new_tensor: { args: ["ptr", "i32", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_new_tensor_1d: { args: ["ptr", "i32", "i64_fast"], returns: "ptr" },
-    wsp_ggml_new_tensor_2d: { args: ["ptr", "i32", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_new_tensor_3d: { args: ["ptr", "i32", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_new_tensor_4d: { args: ["ptr", "i32", "i64_fast", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_new_buffer: { args: ["ptr", "u64_fast"], returns: "ptr" },
-    wsp_ggml_dup_tensor: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_view_tensor: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_get_first_tensor: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_get_next_tensor: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_get_tensor: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_unravel_index: { args: ["ptr", "i64_fast", "ptr", "ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_get_unary_op: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_get_glu_op: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_get_data: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_get_data_f32: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_get_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_set_name: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_set_input: { args: ["ptr"], returns: "void" },
-    wsp_ggml_set_output: { args: ["ptr"], returns: "void" },
-    wsp_ggml_set_param: { args: ["ptr"], returns: "void" },
-    wsp_ggml_set_loss: { args: ["ptr"], returns: "void" },
-    wsp_ggml_dup: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_dup_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_add: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_add_inplace: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_add_cast: { args: ["ptr", "ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_add_id: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_add1: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_add1_inplace: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_acc: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_acc_inplace: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_sub: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sub_inplace: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_mul: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_mul_inplace: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_div: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_div_inplace: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sqr: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sqr_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sqrt: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sqrt_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_log: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_log_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sin: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sin_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_cos: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_cos_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sum: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sum_rows: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_mean: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_argmax: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_count_equal: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_repeat: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_repeat_4d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_repeat_back: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_concat: { args: ["ptr", "ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_abs: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_abs_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sgn: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sgn_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_neg: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_neg_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_step: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_step_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_tanh: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_tanh_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_elu: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_elu_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_relu: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_leaky_relu: { args: ["ptr", "ptr", "f32", "bool"], returns: "ptr" },
-    wsp_ggml_relu_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sigmoid: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_sigmoid_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_gelu: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_gelu_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_gelu_erf: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_gelu_erf_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_gelu_quick: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_gelu_quick_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_silu: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_silu_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_silu_back: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_hardswish: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_hardsigmoid: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_exp: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_exp_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_glu: { args: ["ptr", "ptr", "i32", "bool"], returns: "ptr" },
-    wsp_ggml_reglu: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_reglu_swapped: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_swapped: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_swiglu: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_swiglu_swapped: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_erf: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_erf_swapped: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_quick: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_quick_swapped: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_glu_split: { args: ["ptr", "ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_reglu_split: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_split: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_swiglu_split: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_erf_split: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_geglu_quick_split: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_swiglu_oai: { args: ["ptr", "ptr", "ptr", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_norm: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_norm_inplace: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_rms_norm: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_rms_norm_inplace: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_group_norm: { args: ["ptr", "ptr", "i32", "f32"], returns: "ptr" },
-    wsp_ggml_group_norm_inplace: { args: ["ptr", "ptr", "i32", "f32"], returns: "ptr" },
-    wsp_ggml_l2_norm: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_l2_norm_inplace: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_rms_norm_back: { args: ["ptr", "ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_mul_mat: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_mul_mat_set_prec: { args: ["ptr", "i32"], returns: "void" },
-    wsp_ggml_mul_mat_id: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_out_prod: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_scale: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_scale_inplace: { args: ["ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_scale_bias: { args: ["ptr", "ptr", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_scale_bias_inplace: { args: ["ptr", "ptr", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_set: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_set_inplace: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_set_1d: { args: ["ptr", "ptr", "ptr", "u64_fast"], returns: "ptr" },
-    wsp_ggml_set_1d_inplace: { args: ["ptr", "ptr", "ptr", "u64_fast"], returns: "ptr" },
-    wsp_ggml_set_2d: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_set_2d_inplace: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_cpy: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_cast: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_cont: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_cont_1d: { args: ["ptr", "ptr", "i64_fast"], returns: "ptr" },
-    wsp_ggml_cont_2d: { args: ["ptr", "ptr", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_cont_3d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_cont_4d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_reshape: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_reshape_1d: { args: ["ptr", "ptr", "i64_fast"], returns: "ptr" },
-    wsp_ggml_reshape_2d: { args: ["ptr", "ptr", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_reshape_3d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_reshape_4d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_view_1d: { args: ["ptr", "ptr", "i64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_view_2d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_view_3d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast", "u64_fast", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_view_4d: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast", "i64_fast", "u64_fast", "u64_fast", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_permute: { args: ["ptr", "ptr", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_transpose: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_get_rows: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_get_rows_back: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_set_rows: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_diag: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_diag_mask_inf: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_diag_mask_inf_inplace: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_diag_mask_zero: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_diag_mask_zero_inplace: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_soft_max: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_soft_max_inplace: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_soft_max_ext: { args: ["ptr", "ptr", "ptr", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_soft_max_add_sinks: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_soft_max_ext_back: { args: ["ptr", "ptr", "ptr", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_soft_max_ext_back_inplace: { args: ["ptr", "ptr", "ptr", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope: { args: ["ptr", "ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_rope_inplace: { args: ["ptr", "ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_rope_ext: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope_multi: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "ptr", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope_ext_inplace: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope_multi_inplace: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "ptr", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope_custom: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope_custom_inplace: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope_yarn_corr_dims: { args: ["i32", "i32", "f32", "f32", "f32", "ptr"], returns: "void" },
-    wsp_ggml_rope_ext_back: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_rope_multi_back: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "ptr", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_clamp: { args: ["ptr", "ptr", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_im2col: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32", "bool", "i32"], returns: "ptr" },
-    wsp_ggml_im2col_back: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32", "bool"], returns: "ptr" },
-    wsp_ggml_conv_1d: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_1d_ph: { args: ["ptr", "ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_1d_dw: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_1d_dw_ph: { args: ["ptr", "ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_transpose_1d: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_2d: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_im2col_3d: { args: ["ptr", "ptr", "ptr", "i64_fast", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_3d: { args: ["ptr", "ptr", "ptr", "i64_fast", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_2d_sk_p0: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_conv_2d_s1_ph: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_conv_2d_dw: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_2d_dw_direct: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_transpose_2d_p0: { args: ["ptr", "ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_conv_2d_direct: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_conv_3d_direct: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_pool_1d: { args: ["ptr", "ptr", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_pool_2d: { args: ["ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_pool_2d_back: { args: ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_upscale: { args: ["ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_upscale_ext: { args: ["ptr", "ptr", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_interpolate: { args: ["ptr", "ptr", "i64_fast", "i64_fast", "i64_fast", "i64_fast", "u32"], returns: "ptr" },
-    wsp_ggml_pad: { args: ["ptr", "ptr", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_pad_ext: { args: ["ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_pad_reflect_1d: { args: ["ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_roll: { args: ["ptr", "ptr", "i32", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_timestep_embedding: { args: ["ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_argsort: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_arange: { args: ["ptr", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_top_k: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_flash_attn_ext: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "f32", "f32", "f32"], returns: "ptr" },
-    wsp_ggml_flash_attn_ext_set_prec: { args: ["ptr", "i32"], returns: "void" },
-    wsp_ggml_flash_attn_ext_get_prec: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_flash_attn_ext_add_sinks: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_flash_attn_back: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "bool"], returns: "ptr" },
-    wsp_ggml_ssm_conv: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_ssm_scan: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_win_part: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_win_unpart: { args: ["ptr", "ptr", "i32", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_unary: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_unary_inplace: { args: ["ptr", "ptr", "i32"], returns: "ptr" },
-    wsp_ggml_get_rel_pos: { args: ["ptr", "ptr", "i32", "i32"], returns: "ptr" },
-    wsp_ggml_add_rel_pos: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_add_rel_pos_inplace: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_rwkv_wkv6: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_gated_linear_attn: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "f32"], returns: "ptr" },
-    wsp_ggml_rwkv_wkv7: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_map_custom1: { args: ["ptr", "ptr", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_map_custom1_inplace: { args: ["ptr", "ptr", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_map_custom2: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_map_custom2_inplace: { args: ["ptr", "ptr", "ptr", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_map_custom3: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_map_custom3_inplace: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_custom_4d: { args: ["ptr", "i32", "i64_fast", "i64_fast", "i64_fast", "i64_fast", "ptr", "i32", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_custom_inplace: { args: ["ptr", "ptr", "ptr", "i32", "ptr", "i32", "ptr"], returns: "ptr" },
-    wsp_ggml_cross_entropy_loss: { args: ["ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_cross_entropy_loss_back: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_opt_step_adamw: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_opt_step_sgd: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_build_forward_expand: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_build_backward_expand: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_new_graph: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_new_graph_custom: { args: ["ptr", "u64_fast", "bool"], returns: "ptr" },
-    wsp_ggml_graph_dup: { args: ["ptr", "ptr", "bool"], returns: "ptr" },
-    wsp_ggml_graph_cpy: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_graph_reset: { args: ["ptr"], returns: "void" },
-    wsp_ggml_graph_clear: { args: ["ptr"], returns: "void" },
-    wsp_ggml_graph_size: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_graph_node: { args: ["ptr", "i32"], returns: "ptr" },
-    wsp_ggml_graph_nodes: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_graph_n_nodes: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_graph_add_node: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_graph_overhead: { args: [], returns: "u64_fast" },
-    wsp_ggml_graph_overhead_custom: { args: ["u64_fast", "bool"], returns: "u64_fast" },
-    wsp_ggml_graph_get_tensor: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_graph_get_grad: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_graph_get_grad_acc: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_graph_print: { args: ["ptr"], returns: "void" },
-    wsp_ggml_graph_dump_dot: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_log_set: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_set_zero: { args: ["ptr"], returns: "ptr" },
+    wsp_num_ggml_is_transposed: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_permuted: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_empty: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_scalar: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_vector: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_matrix: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_3d: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_n_dims: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_is_contiguous: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_contiguous_0: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_contiguous_1: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_contiguous_2: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_contiguously_allocated: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_contiguous_channels: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_is_contiguous_rows: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_are_same_shape: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_are_same_stride: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_can_repeat: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_tensor_overhead: { args: [], returns: "f64" },
+    wsp_num_ggml_validate_row_data: { args: ["i32", "f64", "f64"], returns: "bool" },
+    wsp_num_ggml_init: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_reset: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_used_mem: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_get_no_alloc: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_set_no_alloc: { args: ["f64", "bool"], returns: "void" },
+    wsp_num_ggml_get_mem_buffer: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_get_mem_size: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_get_max_tensor_size: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_new_tensor: { args: ["f64", "i32", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_new_tensor_1d: { args: ["f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_new_tensor_2d: { args: ["f64", "i32", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_new_tensor_3d: { args: ["f64", "i32", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_new_tensor_4d: { args: ["f64", "i32", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_new_buffer: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_dup_tensor: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_view_tensor: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_get_first_tensor: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_get_next_tensor: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_get_tensor: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_unravel_index: { args: ["f64", "f64", "f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_get_unary_op: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_get_glu_op: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_get_data: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_get_data_f32: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_get_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_set_name: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_set_input: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_set_output: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_set_param: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_set_loss: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_dup: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_dup_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_add: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_add_inplace: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_add_cast: { args: ["f64", "f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_add_id: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_add1: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_add1_inplace: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_acc: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_acc_inplace: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sub: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sub_inplace: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_mul: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_mul_inplace: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_div: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_div_inplace: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sqr: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sqr_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sqrt: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sqrt_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_log: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_log_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sin: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sin_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cos: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cos_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sum: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sum_rows: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_mean: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_argmax: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_count_equal: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_repeat: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_repeat_4d: { args: ["f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_repeat_back: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_concat: { args: ["f64", "f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_abs: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_abs_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sgn: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sgn_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_neg: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_neg_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_step: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_step_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_tanh: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_tanh_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_elu: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_elu_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_relu: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_leaky_relu: { args: ["f64", "f64", "f32", "bool"], returns: "f64" },
+    wsp_num_ggml_relu_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sigmoid: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_sigmoid_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_gelu: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_gelu_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_gelu_erf: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_gelu_erf_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_gelu_quick: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_gelu_quick_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_silu: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_silu_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_silu_back: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_hardswish: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_hardsigmoid: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_exp: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_exp_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_glu: { args: ["f64", "f64", "i32", "bool"], returns: "f64" },
+    wsp_num_ggml_reglu: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_reglu_swapped: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_swapped: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_swiglu: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_swiglu_swapped: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_erf: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_erf_swapped: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_quick: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_quick_swapped: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_glu_split: { args: ["f64", "f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_reglu_split: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_split: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_swiglu_split: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_erf_split: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_geglu_quick_split: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_swiglu_oai: { args: ["f64", "f64", "f64", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_norm: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_norm_inplace: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_rms_norm: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_rms_norm_inplace: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_group_norm: { args: ["f64", "f64", "i32", "f32"], returns: "f64" },
+    wsp_num_ggml_group_norm_inplace: { args: ["f64", "f64", "i32", "f32"], returns: "f64" },
+    wsp_num_ggml_l2_norm: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_l2_norm_inplace: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_rms_norm_back: { args: ["f64", "f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_mul_mat: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_mul_mat_set_prec: { args: ["f64", "i32"], returns: "void" },
+    wsp_num_ggml_mul_mat_id: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_out_prod: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_scale: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_scale_inplace: { args: ["f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_scale_bias: { args: ["f64", "f64", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_scale_bias_inplace: { args: ["f64", "f64", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_set: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_set_inplace: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_set_1d: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_set_1d_inplace: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_set_2d: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_set_2d_inplace: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cpy: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cast: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_cont: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cont_1d: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cont_2d: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cont_3d: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cont_4d: { args: ["f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_reshape: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_reshape_1d: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_reshape_2d: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_reshape_3d: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_reshape_4d: { args: ["f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_view_1d: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_view_2d: { args: ["f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_view_3d: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_view_4d: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_permute: { args: ["f64", "f64", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_transpose: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_get_rows: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_get_rows_back: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_set_rows: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_diag: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_diag_mask_inf: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_diag_mask_inf_inplace: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_diag_mask_zero: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_diag_mask_zero_inplace: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_soft_max: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_soft_max_inplace: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_soft_max_ext: { args: ["f64", "f64", "f64", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_soft_max_add_sinks: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_soft_max_ext_back: { args: ["f64", "f64", "f64", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_soft_max_ext_back_inplace: { args: ["f64", "f64", "f64", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope: { args: ["f64", "f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_rope_inplace: { args: ["f64", "f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_rope_ext: { args: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope_multi: { args: ["f64", "f64", "f64", "f64", "i32", "f64", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope_ext_inplace: { args: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope_multi_inplace: { args: ["f64", "f64", "f64", "f64", "i32", "f64", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope_custom: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope_custom_inplace: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope_yarn_corr_dims: { args: ["i32", "i32", "f32", "f32", "f32", "f64"], returns: "void" },
+    wsp_num_ggml_rope_ext_back: { args: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_rope_multi_back: { args: ["f64", "f64", "f64", "f64", "i32", "f64", "i32", "i32", "f32", "f32", "f32", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_clamp: { args: ["f64", "f64", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_im2col: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "bool", "i32"], returns: "f64" },
+    wsp_num_ggml_im2col_back: { args: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "bool"], returns: "f64" },
+    wsp_num_ggml_conv_1d: { args: ["f64", "f64", "f64", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_1d_ph: { args: ["f64", "f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_1d_dw: { args: ["f64", "f64", "f64", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_1d_dw_ph: { args: ["f64", "f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_transpose_1d: { args: ["f64", "f64", "f64", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_2d: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_im2col_3d: { args: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_3d: { args: ["f64", "f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_2d_sk_p0: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_conv_2d_s1_ph: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_conv_2d_dw: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_2d_dw_direct: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_transpose_2d_p0: { args: ["f64", "f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_2d_direct: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_conv_3d_direct: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_pool_1d: { args: ["f64", "f64", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_pool_2d: { args: ["f64", "f64", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_pool_2d_back: { args: ["f64", "f64", "f64", "i32", "i32", "i32", "i32", "i32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_upscale: { args: ["f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_upscale_ext: { args: ["f64", "f64", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_interpolate: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "u32"], returns: "f64" },
+    wsp_num_ggml_pad: { args: ["f64", "f64", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_pad_ext: { args: ["f64", "f64", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_pad_reflect_1d: { args: ["f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_roll: { args: ["f64", "f64", "i32", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_timestep_embedding: { args: ["f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_argsort: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_arange: { args: ["f64", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_top_k: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_flash_attn_ext: { args: ["f64", "f64", "f64", "f64", "f64", "f32", "f32", "f32"], returns: "f64" },
+    wsp_num_ggml_flash_attn_ext_set_prec: { args: ["f64", "i32"], returns: "void" },
+    wsp_num_ggml_flash_attn_ext_get_prec: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_flash_attn_ext_add_sinks: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_flash_attn_back: { args: ["f64", "f64", "f64", "f64", "f64", "bool"], returns: "f64" },
+    wsp_num_ggml_ssm_conv: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_ssm_scan: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_win_part: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_win_unpart: { args: ["f64", "f64", "i32", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_unary: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_unary_inplace: { args: ["f64", "f64", "i32"], returns: "f64" },
+    wsp_num_ggml_get_rel_pos: { args: ["f64", "f64", "i32", "i32"], returns: "f64" },
+    wsp_num_ggml_add_rel_pos: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_add_rel_pos_inplace: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_rwkv_wkv6: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_gated_linear_attn: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f32"], returns: "f64" },
+    wsp_num_ggml_rwkv_wkv7: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_map_custom1: { args: ["f64", "f64", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_map_custom1_inplace: { args: ["f64", "f64", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_map_custom2: { args: ["f64", "f64", "f64", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_map_custom2_inplace: { args: ["f64", "f64", "f64", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_map_custom3: { args: ["f64", "f64", "f64", "f64", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_map_custom3_inplace: { args: ["f64", "f64", "f64", "f64", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_custom_4d: { args: ["f64", "i32", "f64", "f64", "f64", "f64", "f64", "i32", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_custom_inplace: { args: ["f64", "f64", "f64", "i32", "f64", "i32", "f64"], returns: "f64" },
+    wsp_num_ggml_cross_entropy_loss: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_cross_entropy_loss_back: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_opt_step_adamw: { args: ["f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_opt_step_sgd: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_build_forward_expand: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_build_backward_expand: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_new_graph: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_new_graph_custom: { args: ["f64", "f64", "bool"], returns: "f64" },
+    wsp_num_ggml_graph_dup: { args: ["f64", "f64", "bool"], returns: "f64" },
+    wsp_num_ggml_graph_cpy: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_graph_reset: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_graph_clear: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_graph_size: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_graph_node: { args: ["f64", "i32"], returns: "f64" },
+    wsp_num_ggml_graph_nodes: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_graph_n_nodes: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_graph_add_node: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_graph_overhead: { args: [], returns: "f64" },
+    wsp_num_ggml_graph_overhead_custom: { args: ["f64", "bool"], returns: "f64" },
+    wsp_num_ggml_graph_get_tensor: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_graph_get_grad: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_graph_get_grad_acc: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_graph_print: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_graph_dump_dot: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_log_set: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_set_zero: { args: ["f64"], returns: "f64" },
     wsp_ggml_wsp_quantize_init: { args: ["i32"], returns: "void" },
     wsp_ggml_wsp_quantize_free: { args: [], returns: "void" },
     wsp_ggml_wsp_quantize_requires_imatrix: { args: ["i32"], returns: "bool" },
-    wsp_ggml_wsp_quantize_chunk: { args: ["i32", "ptr", "ptr", "i64_fast", "i64_fast", "i64_fast", "ptr"], returns: "u64_fast" },
-    wsp_ggml_get_type_traits: { args: ["i32"], returns: "ptr" },
-    wsp_shim_ggml_threadpool_params_default: { args: ["i32", "ptr"], returns: "void" },
-    wsp_ggml_threadpool_params_init: { args: ["ptr", "i32"], returns: "void" },
-    wsp_ggml_threadpool_params_match: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_shim_ggml_tallocr_new: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_tallocr_alloc: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_gallocr_new: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_gallocr_new_n: { args: ["ptr", "i32"], returns: "ptr" },
-    wsp_ggml_gallocr_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_gallocr_reserve: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_gallocr_reserve_n: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "bool" },
-    wsp_ggml_gallocr_alloc_graph: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_gallocr_get_buffer_size: { args: ["ptr", "i32"], returns: "u64_fast" },
-    wsp_ggml_backend_alloc_ctx_tensors_from_buft: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_alloc_ctx_tensors: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_buft_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_buft_alloc_buffer: { args: ["ptr", "u64_fast"], returns: "ptr" },
-    wsp_ggml_backend_buft_get_alignment: { args: ["ptr"], returns: "u64_fast" },
+    wsp_num_ggml_wsp_quantize_chunk: { args: ["i32", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_get_type_traits: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_threadpool_params_default: { args: ["i32", "f64"], returns: "void" },
+    wsp_num_ggml_threadpool_params_init: { args: ["f64", "i32"], returns: "void" },
+    wsp_num_ggml_threadpool_params_match: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_tallocr_new: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_tallocr_alloc: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_gallocr_new: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_gallocr_new_n: { args: ["f64", "i32"], returns: "f64" },
+    wsp_num_ggml_gallocr_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_gallocr_reserve: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_gallocr_reserve_n: { args: ["f64", "f64", "f64", "f64"], returns: "bool" },
+    wsp_num_ggml_gallocr_alloc_graph: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_gallocr_get_buffer_size: { args: ["f64", "i32"], returns: "f64" },
+    wsp_num_ggml_backend_alloc_ctx_tensors_from_buft: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_alloc_ctx_tensors: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_buft_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_buft_alloc_buffer: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_buft_get_alignment: { args: ["f64"], returns: "f64" },
     wsp_ggml_backend_buft_get_max_size: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_buft_get_alloc_size: { args: ["ptr", "ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_buft_is_host: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_backend_buft_get_device: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_buffer_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_buffer_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_buffer_get_base: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_buffer_get_size: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_buffer_init_tensor: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_backend_buffer_get_alignment: { args: ["ptr"], returns: "u64_fast" },
+    wsp_num_ggml_backend_buft_get_alloc_size: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_buft_is_host: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_backend_buft_get_device: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_buffer_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_buffer_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_buffer_get_base: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_buffer_get_size: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_buffer_init_tensor: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_backend_buffer_get_alignment: { args: ["f64"], returns: "f64" },
     wsp_ggml_backend_buffer_get_max_size: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_buffer_get_alloc_size: { args: ["ptr", "ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_buffer_clear: { args: ["ptr", "u8"], returns: "void" },
-    wsp_ggml_backend_buffer_is_host: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_backend_buffer_set_usage: { args: ["ptr", "i32"], returns: "void" },
-    wsp_ggml_backend_buffer_get_usage: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_backend_buffer_get_type: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_buffer_reset: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_tensor_copy: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_guid: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_get_default_buffer_type: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_alloc_buffer: { args: ["ptr", "u64_fast"], returns: "ptr" },
-    wsp_ggml_backend_get_alignment: { args: ["ptr"], returns: "u64_fast" },
+    wsp_num_ggml_backend_buffer_get_alloc_size: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_buffer_clear: { args: ["f64", "u8"], returns: "void" },
+    wsp_num_ggml_backend_buffer_is_host: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_backend_buffer_set_usage: { args: ["f64", "i32"], returns: "void" },
+    wsp_num_ggml_backend_buffer_get_usage: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_backend_buffer_get_type: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_buffer_reset: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_tensor_copy: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_guid: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_get_default_buffer_type: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_alloc_buffer: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_get_alignment: { args: ["f64"], returns: "f64" },
     wsp_ggml_backend_get_max_size: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_tensor_set_async: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast"], returns: "void" },
-    wsp_ggml_backend_tensor_get_async: { args: ["ptr", "ptr", "ptr", "u64_fast", "u64_fast"], returns: "void" },
-    wsp_ggml_backend_tensor_set: { args: ["ptr", "ptr", "u64_fast", "u64_fast"], returns: "void" },
-    wsp_ggml_backend_tensor_get: { args: ["ptr", "ptr", "u64_fast", "u64_fast"], returns: "void" },
-    wsp_ggml_backend_tensor_memset: { args: ["ptr", "u8", "u64_fast", "u64_fast"], returns: "void" },
-    wsp_ggml_backend_synchronize: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_graph_plan_create: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_graph_plan_free: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_graph_plan_compute: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_backend_graph_compute: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_backend_graph_compute_async: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_backend_supports_op: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_supports_buft: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_offload_op: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_tensor_copy_async: { args: ["ptr", "ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_get_device: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_event_new: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_event_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_event_record: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_event_synchronize: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_event_wait: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_dev_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_description: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_memory: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_dev_type: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_backend_dev_get_props: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_dev_backend_reg: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_init: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_buffer_type: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_host_buffer_type: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_buffer_from_host_ptr: { args: ["ptr", "ptr", "u64_fast", "u64_fast"], returns: "ptr" },
-    wsp_ggml_backend_dev_supports_op: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_dev_supports_buft: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_dev_offload_op: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_reg_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_reg_dev_count: { args: ["ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_reg_dev_get: { args: ["ptr", "u64_fast"], returns: "ptr" },
-    wsp_ggml_backend_reg_get_proc_address: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_device_register: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_reg_count: { args: [], returns: "u64_fast" },
-    wsp_ggml_backend_reg_get: { args: ["u64_fast"], returns: "ptr" },
-    wsp_ggml_backend_reg_by_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_count: { args: [], returns: "u64_fast" },
-    wsp_ggml_backend_dev_get: { args: ["u64_fast"], returns: "ptr" },
-    wsp_ggml_backend_dev_by_name: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_dev_by_type: { args: ["i32"], returns: "ptr" },
-    wsp_ggml_backend_init_by_name: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_init_by_type: { args: ["i32", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_init_best: { args: [], returns: "ptr" },
-    wsp_ggml_backend_load: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_backend_unload: { args: ["ptr"], returns: "void" },
+    wsp_num_ggml_backend_tensor_set_async: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_tensor_get_async: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_tensor_set: { args: ["f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_tensor_get: { args: ["f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_tensor_memset: { args: ["f64", "u8", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_synchronize: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_graph_plan_create: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_graph_plan_free: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_graph_plan_compute: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_backend_graph_compute: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_backend_graph_compute_async: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_backend_supports_op: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_supports_buft: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_offload_op: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_tensor_copy_async: { args: ["f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_get_device: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_event_new: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_event_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_event_record: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_event_synchronize: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_event_wait: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_dev_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_description: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_memory: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_dev_type: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_backend_dev_get_props: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_dev_backend_reg: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_init: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_buffer_type: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_host_buffer_type: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_buffer_from_host_ptr: { args: ["f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_supports_op: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_dev_supports_buft: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_dev_offload_op: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_reg_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_reg_dev_count: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_reg_dev_get: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_reg_get_proc_address: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_device_register: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_reg_count: { args: [], returns: "f64" },
+    wsp_num_ggml_backend_reg_get: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_reg_by_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_count: { args: [], returns: "f64" },
+    wsp_num_ggml_backend_dev_get: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_by_name: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_dev_by_type: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_backend_init_by_name: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_init_by_type: { args: ["i32", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_init_best: { args: [], returns: "f64" },
+    wsp_num_ggml_backend_load: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_backend_unload: { args: ["f64"], returns: "void" },
     wsp_ggml_backend_load_all: { args: [], returns: "void" },
-    wsp_ggml_backend_load_all_from_path: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_sched_new: { args: ["ptr", "ptr", "i32", "u64_fast", "bool", "bool"], returns: "ptr" },
-    wsp_ggml_backend_sched_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_sched_reserve: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_sched_get_n_backends: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_backend_sched_get_backend: { args: ["ptr", "i32"], returns: "ptr" },
-    wsp_ggml_backend_sched_get_n_splits: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_backend_sched_get_n_copies: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_backend_sched_get_buffer_type: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_sched_get_buffer_size: { args: ["ptr", "ptr"], returns: "u64_fast" },
-    wsp_ggml_backend_sched_set_tensor_backend: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_sched_get_tensor_backend: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_backend_sched_split_graph: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_sched_alloc_graph: { args: ["ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_sched_graph_compute: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_backend_sched_graph_compute_async: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_backend_sched_synchronize: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_sched_reset: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_sched_set_eval_callback: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_shim_ggml_backend_graph_copy: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_shim_ggml_backend_graph_copy_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_backend_compare_graph_backend: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "ptr"], returns: "bool" },
-    wsp_ggml_backend_tensor_alloc: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
-    wsp_ggml_backend_view_init: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_backend_cpu_buffer_from_ptr: { args: ["ptr", "u64_fast"], returns: "ptr" },
-    wsp_ggml_backend_cpu_buffer_type: { args: [], returns: "ptr" },
-    wsp_ggml_opt_dataset_init: { args: ["i32", "i32", "i64_fast", "i64_fast", "i64_fast", "i64_fast"], returns: "ptr" },
-    wsp_ggml_opt_dataset_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_opt_dataset_ndata: { args: ["ptr"], returns: "i64_fast" },
-    wsp_ggml_opt_dataset_data: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_dataset_labels: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_dataset_shuffle: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_opt_dataset_get_batch: { args: ["ptr", "ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_opt_dataset_get_batch_host: { args: ["ptr", "ptr", "u64_fast", "ptr", "i64_fast"], returns: "void" },
-    wsp_shim_ggml_opt_get_default_optimizer_params: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_shim_ggml_opt_get_constant_optimizer_params: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_shim_ggml_opt_default_params: { args: ["ptr", "i32", "ptr"], returns: "void" },
-    wsp_shim_ggml_opt_init: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_opt_reset: { args: ["ptr", "bool"], returns: "void" },
-    wsp_ggml_opt_static_graphs: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_opt_inputs: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_outputs: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_labels: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_loss: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_pred: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_ncorrect: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_opt_grad_acc: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_ggml_opt_context_optimizer_type: { args: ["ptr"], returns: "i32" },
-    wsp_ggml_opt_optimizer_name: { args: ["i32"], returns: "ptr" },
-    wsp_ggml_opt_result_init: { args: [], returns: "ptr" },
-    wsp_ggml_opt_result_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_opt_result_reset: { args: ["ptr"], returns: "void" },
-    wsp_ggml_opt_result_ndata: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_opt_result_loss: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_opt_result_pred: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_opt_result_accuracy: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_opt_prepare_alloc: { args: ["ptr", "ptr", "ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_opt_alloc: { args: ["ptr", "bool"], returns: "void" },
-    wsp_ggml_opt_eval: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_opt_epoch: { args: ["ptr", "ptr", "ptr", "ptr", "i64_fast", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_opt_epoch_callback_progress_bar: { args: ["bool", "ptr", "ptr", "ptr", "i64_fast", "i64_fast", "i64_fast"], returns: "void" },
-    wsp_ggml_opt_fit: { args: ["ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "ptr", "i64_fast", "i64_fast", "f32", "bool"], returns: "void" },
-    wsp_gguf_init_empty: { args: [], returns: "ptr" },
-    wsp_shim_gguf_init_from_file: { args: ["ptr", "ptr"], returns: "ptr" },
-    wsp_gguf_free: { args: ["ptr"], returns: "void" },
-    wsp_gguf_type_name: { args: ["i32"], returns: "ptr" },
-    wsp_gguf_get_version: { args: ["ptr"], returns: "u32" },
-    wsp_gguf_get_alignment: { args: ["ptr"], returns: "u64_fast" },
-    wsp_gguf_get_data_offset: { args: ["ptr"], returns: "u64_fast" },
-    wsp_gguf_get_n_kv: { args: ["ptr"], returns: "i64_fast" },
-    wsp_gguf_find_key: { args: ["ptr", "ptr"], returns: "i64_fast" },
-    wsp_gguf_get_key: { args: ["ptr", "i64_fast"], returns: "ptr" },
-    wsp_gguf_get_kv_type: { args: ["ptr", "i64_fast"], returns: "i32" },
-    wsp_gguf_get_arr_type: { args: ["ptr", "i64_fast"], returns: "i32" },
-    wsp_gguf_get_val_u8: { args: ["ptr", "i64_fast"], returns: "u8" },
-    wsp_gguf_get_val_i8: { args: ["ptr", "i64_fast"], returns: "i8" },
-    wsp_gguf_get_val_u16: { args: ["ptr", "i64_fast"], returns: "u16" },
-    wsp_gguf_get_val_i16: { args: ["ptr", "i64_fast"], returns: "i16" },
-    wsp_gguf_get_val_u32: { args: ["ptr", "i64_fast"], returns: "u32" },
-    wsp_gguf_get_val_i32: { args: ["ptr", "i64_fast"], returns: "i32" },
-    wsp_gguf_get_val_f32: { args: ["ptr", "i64_fast"], returns: "f32" },
+    wsp_num_ggml_backend_load_all_from_path: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_sched_new: { args: ["f64", "f64", "i32", "f64", "bool", "bool"], returns: "f64" },
+    wsp_num_ggml_backend_sched_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_sched_reserve: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_sched_get_n_backends: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_backend_sched_get_backend: { args: ["f64", "i32"], returns: "f64" },
+    wsp_num_ggml_backend_sched_get_n_splits: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_backend_sched_get_n_copies: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_backend_sched_get_buffer_type: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_sched_get_buffer_size: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_sched_set_tensor_backend: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_sched_get_tensor_backend: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_sched_split_graph: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_sched_alloc_graph: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_sched_graph_compute: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_backend_sched_graph_compute_async: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_backend_sched_synchronize: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_sched_reset: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_sched_set_eval_callback: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_graph_copy: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_graph_copy_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_backend_compare_graph_backend: { args: ["f64", "f64", "f64", "f64", "f64", "f64"], returns: "bool" },
+    wsp_num_ggml_backend_tensor_alloc: { args: ["f64", "f64", "f64"], returns: "i32" },
+    wsp_num_ggml_backend_view_init: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_backend_cpu_buffer_from_ptr: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_backend_cpu_buffer_type: { args: [], returns: "f64" },
+    wsp_num_ggml_opt_dataset_init: { args: ["i32", "i32", "f64", "f64", "f64", "f64"], returns: "f64" },
+    wsp_num_ggml_opt_dataset_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_opt_dataset_ndata: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_dataset_data: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_dataset_labels: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_dataset_shuffle: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_dataset_get_batch: { args: ["f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_dataset_get_batch_host: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_get_default_optimizer_params: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_get_constant_optimizer_params: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_default_params: { args: ["f64", "i32", "f64"], returns: "void" },
+    wsp_num_ggml_opt_init: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_opt_reset: { args: ["f64", "bool"], returns: "void" },
+    wsp_num_ggml_opt_static_graphs: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_opt_inputs: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_outputs: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_labels: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_loss: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_pred: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_ncorrect: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_opt_grad_acc: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_ggml_opt_context_optimizer_type: { args: ["f64"], returns: "i32" },
+    wsp_num_ggml_opt_optimizer_name: { args: ["i32"], returns: "f64" },
+    wsp_num_ggml_opt_result_init: { args: [], returns: "f64" },
+    wsp_num_ggml_opt_result_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_opt_result_reset: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_opt_result_ndata: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_result_loss: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_result_pred: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_result_accuracy: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_prepare_alloc: { args: ["f64", "f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_alloc: { args: ["f64", "bool"], returns: "void" },
+    wsp_num_ggml_opt_eval: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_epoch: { args: ["f64", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_epoch_callback_progress_bar: { args: ["bool", "f64", "f64", "f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_opt_fit: { args: ["f64", "f64", "f64", "f64", "f64", "i32", "i32", "f64", "f64", "f64", "f32", "bool"], returns: "void" },
+    wsp_num_gguf_init_empty: { args: [], returns: "f64" },
+    wsp_num_gguf_init_from_file: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_free: { args: ["f64"], returns: "void" },
+    wsp_num_gguf_type_name: { args: ["i32"], returns: "f64" },
+    wsp_num_gguf_get_version: { args: ["f64"], returns: "u32" },
+    wsp_num_gguf_get_alignment: { args: ["f64"], returns: "f64" },
+    wsp_num_gguf_get_data_offset: { args: ["f64"], returns: "f64" },
+    wsp_num_gguf_get_n_kv: { args: ["f64"], returns: "f64" },
+    wsp_num_gguf_find_key: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_key: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_kv_type: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_gguf_get_arr_type: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_gguf_get_val_u8: { args: ["f64", "f64"], returns: "u8" },
+    wsp_num_gguf_get_val_i8: { args: ["f64", "f64"], returns: "i8" },
+    wsp_num_gguf_get_val_u16: { args: ["f64", "f64"], returns: "u16" },
+    wsp_num_gguf_get_val_i16: { args: ["f64", "f64"], returns: "i16" },
+    wsp_num_gguf_get_val_u32: { args: ["f64", "f64"], returns: "u32" },
+    wsp_num_gguf_get_val_i32: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_gguf_get_val_f32: { args: ["f64", "f64"], returns: "f32" },
     wsp_gguf_get_val_u64: { args: ["ptr", "i64_fast"], returns: "u64_fast" },
     wsp_gguf_get_val_i64: { args: ["ptr", "i64_fast"], returns: "i64_fast" },
-    wsp_gguf_get_val_f64: { args: ["ptr", "i64_fast"], returns: "f64" },
-    wsp_gguf_get_val_bool: { args: ["ptr", "i64_fast"], returns: "bool" },
-    wsp_gguf_get_val_str: { args: ["ptr", "i64_fast"], returns: "ptr" },
-    wsp_gguf_get_val_data: { args: ["ptr", "i64_fast"], returns: "ptr" },
-    wsp_gguf_get_arr_n: { args: ["ptr", "i64_fast"], returns: "u64_fast" },
-    wsp_gguf_get_arr_data: { args: ["ptr", "i64_fast"], returns: "ptr" },
-    wsp_gguf_get_arr_str: { args: ["ptr", "i64_fast", "u64_fast"], returns: "ptr" },
-    wsp_gguf_get_n_tensors: { args: ["ptr"], returns: "i64_fast" },
-    wsp_gguf_find_tensor: { args: ["ptr", "ptr"], returns: "i64_fast" },
-    wsp_gguf_get_tensor_offset: { args: ["ptr", "i64_fast"], returns: "u64_fast" },
-    wsp_gguf_get_tensor_name: { args: ["ptr", "i64_fast"], returns: "ptr" },
-    wsp_gguf_get_tensor_type: { args: ["ptr", "i64_fast"], returns: "i32" },
-    wsp_gguf_get_tensor_size: { args: ["ptr", "i64_fast"], returns: "u64_fast" },
-    wsp_gguf_remove_key: { args: ["ptr", "ptr"], returns: "i64_fast" },
-    wsp_gguf_set_val_u8: { args: ["ptr", "ptr", "u8"], returns: "void" },
-    wsp_gguf_set_val_i8: { args: ["ptr", "ptr", "i8"], returns: "void" },
-    wsp_gguf_set_val_u16: { args: ["ptr", "ptr", "u16"], returns: "void" },
-    wsp_gguf_set_val_i16: { args: ["ptr", "ptr", "i16"], returns: "void" },
-    wsp_gguf_set_val_u32: { args: ["ptr", "ptr", "u32"], returns: "void" },
-    wsp_gguf_set_val_i32: { args: ["ptr", "ptr", "i32"], returns: "void" },
-    wsp_gguf_set_val_f32: { args: ["ptr", "ptr", "f32"], returns: "void" },
+    wsp_num_gguf_get_val_f64: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_val_bool: { args: ["f64", "f64"], returns: "bool" },
+    wsp_num_gguf_get_val_str: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_val_data: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_arr_n: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_arr_data: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_arr_str: { args: ["f64", "f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_n_tensors: { args: ["f64"], returns: "f64" },
+    wsp_num_gguf_find_tensor: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_tensor_offset: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_tensor_name: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_get_tensor_type: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_gguf_get_tensor_size: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_remove_key: { args: ["f64", "f64"], returns: "f64" },
+    wsp_num_gguf_set_val_u8: { args: ["f64", "f64", "u8"], returns: "void" },
+    wsp_num_gguf_set_val_i8: { args: ["f64", "f64", "i8"], returns: "void" },
+    wsp_num_gguf_set_val_u16: { args: ["f64", "f64", "u16"], returns: "void" },
+    wsp_num_gguf_set_val_i16: { args: ["f64", "f64", "i16"], returns: "void" },
+    wsp_num_gguf_set_val_u32: { args: ["f64", "f64", "u32"], returns: "void" },
+    wsp_num_gguf_set_val_i32: { args: ["f64", "f64", "i32"], returns: "void" },
+    wsp_num_gguf_set_val_f32: { args: ["f64", "f64", "f32"], returns: "void" },
     wsp_gguf_set_val_u64: { args: ["ptr", "ptr", "u64_fast"], returns: "void" },
     wsp_gguf_set_val_i64: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_gguf_set_val_f64: { args: ["ptr", "ptr", "f64"], returns: "void" },
-    wsp_gguf_set_val_bool: { args: ["ptr", "ptr", "bool"], returns: "void" },
-    wsp_gguf_set_val_str: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_gguf_set_arr_data: { args: ["ptr", "ptr", "i32", "ptr", "u64_fast"], returns: "void" },
-    wsp_gguf_set_arr_str: { args: ["ptr", "ptr", "ptr", "u64_fast"], returns: "void" },
-    wsp_gguf_set_kv: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_gguf_add_tensor: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_gguf_set_tensor_type: { args: ["ptr", "ptr", "i32"], returns: "void" },
-    wsp_gguf_set_tensor_data: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_gguf_write_to_file: { args: ["ptr", "ptr", "bool"], returns: "bool" },
-    wsp_gguf_get_meta_size: { args: ["ptr"], returns: "u64_fast" },
-    wsp_gguf_get_meta_data: { args: ["ptr", "ptr"], returns: "void" },
+    wsp_num_gguf_set_val_f64: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_gguf_set_val_bool: { args: ["f64", "f64", "bool"], returns: "void" },
+    wsp_num_gguf_set_val_str: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_gguf_set_arr_data: { args: ["f64", "f64", "i32", "f64", "f64"], returns: "void" },
+    wsp_num_gguf_set_arr_str: { args: ["f64", "f64", "f64", "f64"], returns: "void" },
+    wsp_num_gguf_set_kv: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_gguf_add_tensor: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_gguf_set_tensor_type: { args: ["f64", "f64", "i32"], returns: "void" },
+    wsp_num_gguf_set_tensor_data: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_gguf_write_to_file: { args: ["f64", "f64", "bool"], returns: "bool" },
+    wsp_num_gguf_get_meta_size: { args: ["f64"], returns: "f64" },
+    wsp_num_gguf_get_meta_data: { args: ["f64", "f64"], returns: "void" },
   },
   cpu: {
     wsp_ggml_numa_init: { args: ["i32"], returns: "void" },
     wsp_ggml_is_numa: { args: [], returns: "bool" },
-    wsp_ggml_new_i32: { args: ["ptr", "i32"], returns: "ptr" },
-    wsp_ggml_new_f32: { args: ["ptr", "f32"], returns: "ptr" },
-    wsp_ggml_set_i32: { args: ["ptr", "i32"], returns: "ptr" },
-    wsp_ggml_set_f32: { args: ["ptr", "f32"], returns: "ptr" },
-    wsp_ggml_get_i32_1d: { args: ["ptr", "i32"], returns: "i32" },
-    wsp_ggml_set_i32_1d: { args: ["ptr", "i32", "i32"], returns: "void" },
-    wsp_ggml_get_i32_nd: { args: ["ptr", "i32", "i32", "i32", "i32"], returns: "i32" },
-    wsp_ggml_set_i32_nd: { args: ["ptr", "i32", "i32", "i32", "i32", "i32"], returns: "void" },
-    wsp_ggml_get_f32_1d: { args: ["ptr", "i32"], returns: "f32" },
-    wsp_ggml_set_f32_1d: { args: ["ptr", "i32", "f32"], returns: "void" },
-    wsp_ggml_get_f32_nd: { args: ["ptr", "i32", "i32", "i32", "i32"], returns: "f32" },
-    wsp_ggml_set_f32_nd: { args: ["ptr", "i32", "i32", "i32", "i32", "f32"], returns: "void" },
-    wsp_ggml_threadpool_new: { args: ["ptr"], returns: "ptr" },
-    wsp_ggml_threadpool_free: { args: ["ptr"], returns: "void" },
-    wsp_ggml_threadpool_pause: { args: ["ptr"], returns: "void" },
-    wsp_ggml_threadpool_resume: { args: ["ptr"], returns: "void" },
-    wsp_shim_ggml_graph_plan: { args: ["ptr", "i32", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_graph_compute: { args: ["ptr", "ptr"], returns: "i32" },
-    wsp_ggml_graph_compute_with_ctx: { args: ["ptr", "ptr", "i32"], returns: "i32" },
+    wsp_num_ggml_new_i32: { args: ["f64", "i32"], returns: "f64" },
+    wsp_num_ggml_new_f32: { args: ["f64", "f32"], returns: "f64" },
+    wsp_num_ggml_set_i32: { args: ["f64", "i32"], returns: "f64" },
+    wsp_num_ggml_set_f32: { args: ["f64", "f32"], returns: "f64" },
+    wsp_num_ggml_get_i32_1d: { args: ["f64", "i32"], returns: "i32" },
+    wsp_num_ggml_set_i32_1d: { args: ["f64", "i32", "i32"], returns: "void" },
+    wsp_num_ggml_get_i32_nd: { args: ["f64", "i32", "i32", "i32", "i32"], returns: "i32" },
+    wsp_num_ggml_set_i32_nd: { args: ["f64", "i32", "i32", "i32", "i32", "i32"], returns: "void" },
+    wsp_num_ggml_get_f32_1d: { args: ["f64", "i32"], returns: "f32" },
+    wsp_num_ggml_set_f32_1d: { args: ["f64", "i32", "f32"], returns: "void" },
+    wsp_num_ggml_get_f32_nd: { args: ["f64", "i32", "i32", "i32", "i32"], returns: "f32" },
+    wsp_num_ggml_set_f32_nd: { args: ["f64", "i32", "i32", "i32", "i32", "f32"], returns: "void" },
+    wsp_num_ggml_threadpool_new: { args: ["f64"], returns: "f64" },
+    wsp_num_ggml_threadpool_free: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_threadpool_pause: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_threadpool_resume: { args: ["f64"], returns: "void" },
+    wsp_num_ggml_graph_plan: { args: ["f64", "i32", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_graph_compute: { args: ["f64", "f64"], returns: "i32" },
+    wsp_num_ggml_graph_compute_with_ctx: { args: ["f64", "f64", "i32"], returns: "i32" },
     wsp_ggml_cpu_has_sse3: { args: [], returns: "i32" },
     wsp_ggml_cpu_has_ssse3: { args: [], returns: "i32" },
     wsp_ggml_cpu_has_avx: { args: [], returns: "i32" },
@@ -6166,20 +7279,20 @@ export const bunSymbols = {
     wsp_ggml_cpu_has_vxe: { args: [], returns: "i32" },
     wsp_ggml_cpu_has_wasm_simd: { args: [], returns: "i32" },
     wsp_ggml_cpu_has_llamafile: { args: [], returns: "i32" },
-    wsp_ggml_get_type_traits_cpu: { args: ["i32"], returns: "ptr" },
+    wsp_num_ggml_get_type_traits_cpu: { args: ["i32"], returns: "f64" },
     wsp_ggml_cpu_init: { args: [], returns: "void" },
-    wsp_ggml_backend_cpu_init: { args: [], returns: "ptr" },
-    wsp_ggml_backend_is_cpu: { args: ["ptr"], returns: "bool" },
-    wsp_ggml_backend_cpu_set_n_threads: { args: ["ptr", "i32"], returns: "void" },
-    wsp_ggml_backend_cpu_set_threadpool: { args: ["ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_cpu_set_abort_callback: { args: ["ptr", "ptr", "ptr"], returns: "void" },
-    wsp_ggml_backend_cpu_reg: { args: [], returns: "ptr" },
-    wsp_ggml_cpu_fp32_to_fp32: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_cpu_fp32_to_i32: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_cpu_fp32_to_fp16: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_cpu_fp16_to_fp32: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_cpu_fp32_to_bf16: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
-    wsp_ggml_cpu_bf16_to_fp32: { args: ["ptr", "ptr", "i64_fast"], returns: "void" },
+    wsp_num_ggml_backend_cpu_init: { args: [], returns: "f64" },
+    wsp_num_ggml_backend_is_cpu: { args: ["f64"], returns: "bool" },
+    wsp_num_ggml_backend_cpu_set_n_threads: { args: ["f64", "i32"], returns: "void" },
+    wsp_num_ggml_backend_cpu_set_threadpool: { args: ["f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_cpu_set_abort_callback: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_backend_cpu_reg: { args: [], returns: "f64" },
+    wsp_num_ggml_cpu_fp32_to_fp32: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_cpu_fp32_to_i32: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_cpu_fp32_to_fp16: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_cpu_fp16_to_fp32: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_cpu_fp32_to_bf16: { args: ["f64", "f64", "f64"], returns: "void" },
+    wsp_num_ggml_cpu_bf16_to_fp32: { args: ["f64", "f64", "f64"], returns: "void" },
   },
   metal: {
     wsp_ggml_backend_metal_init: { args: [], returns: "ptr" },

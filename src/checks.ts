@@ -15,14 +15,29 @@ import type { Tensor } from "./tensor.ts";
 
 // ---- predicates, as ggml.c defines them ----
 
-// The hot predicates read ne[] through Tensor._ne: no shape arrays on the op path.
-const sameShape = (a: Tensor, b: Tensor) => a._ne(0) === b._ne(0) && a._ne(1) === b._ne(1) && a._ne(2) === b._ne(2) && a._ne(3) === b._ne(3);
-const isEmpty = (t: Tensor) => t._ne(0) === 0 || t._ne(1) === 0 || t._ne(2) === 0 || t._ne(3) === 0;
+// The hot predicates read both operands' ne[] into one scratch array (ne of the first at 0..3,
+// of the second at 4..7): no shape arrays on the op path, one pool lookup per tensor.
+const NE = new Float64Array(8);
+const sameShape = (a: Tensor, b: Tensor) => {
+  a._neInto(NE, 0);
+  b._neInto(NE, 4);
+  return NE[0] === NE[4] && NE[1] === NE[5] && NE[2] === NE[6] && NE[3] === NE[7];
+};
 /** `wsp_ggml_can_repeat(t0, t1)`: t0 can be broadcast to t1. */
-const canRepeat = (t0: Tensor, t1: Tensor) =>
-  isEmpty(t0) ? isEmpty(t1) : t1._ne(0) % t0._ne(0) === 0 && t1._ne(1) % t0._ne(1) === 0 && t1._ne(2) % t0._ne(2) === 0 && t1._ne(3) % t0._ne(3) === 0;
+const canRepeat = (t0: Tensor, t1: Tensor) => {
+  t0._neInto(NE, 0);
+  t1._neInto(NE, 4);
+  const empty0 = NE[0] === 0 || NE[1] === 0 || NE[2] === 0 || NE[3] === 0;
+  if (empty0) return NE[4] === 0 || NE[5] === 0 || NE[6] === 0 || NE[7] === 0;
+  return NE[4] % NE[0] === 0 && NE[5] % NE[1] === 0 && NE[6] % NE[2] === 0 && NE[7] % NE[3] === 0;
+};
+const isEmpty = (t: Tensor) => t._ne(0) === 0 || t._ne(1) === 0 || t._ne(2) === 0 || t._ne(3) === 0;
 const canRepeatRows = (t0: Tensor, t1: Tensor) => t0.ne(0) === t1.ne(0) && canRepeat(t0, t1);
-const canMulMat = (t0: Tensor, t1: Tensor) => t0._ne(0) === t1._ne(0) && t1._ne(2) % t0._ne(2) === 0 && t1._ne(3) % t0._ne(3) === 0;
+const canMulMat = (t0: Tensor, t1: Tensor) => {
+  t0._neInto(NE, 0);
+  t1._neInto(NE, 4);
+  return NE[0] === NE[4] && NE[6] % NE[2] === 0 && NE[7] % NE[3] === 0;
+};
 const canOutProd = (t0: Tensor, t1: Tensor) => t0.ne(1) === t1.ne(1) && t1.ne(2) % t0.ne(2) === 0 && t1.ne(3) % t0.ne(3) === 0;
 const isScalar = (t: Tensor) => t.nelements === 1 && t.shape.every((n) => n === 1);
 const isVector = (t: Tensor) => t.ne(1) === 1 && t.ne(2) === 1 && t.ne(3) === 1;

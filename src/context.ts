@@ -197,6 +197,13 @@ export class Context extends Ops {
   readonly #deps = new Set<Context>();
   #holds = 0;
   #lastObject = -1;
+  /**
+   * Ops that can run directly without measuring the pool again: each takes
+   * at most #room bytes, so after finding `free` bytes, floor(free / #room)
+   * ops fit. Anything else that may allocate in the pool (`_make`, graphs,
+   * the raw pointer handed out) sets it to 0.
+   */
+  #spare = 0;
 
   /**
    * Creates a context (`wsp_ggml_init`), loading the library on first use.
@@ -238,6 +245,7 @@ export class Context extends Ops {
   /** @internal The native `struct wsp_ggml_context *` (throws once freed). */
   get _ptr(): number {
     this._pool("context");
+    this.#spare = 0; // the caller may allocate in the pool natively
     return this.#state.ptr;
   }
 
@@ -422,7 +430,15 @@ export class Context extends Ops {
    * {@linkcode MAX_OP_OBJECTS} (see {@linkcode _make}).
    */
   protected override _roomy(): boolean {
-    return this.#noAlloc && this.#state.memSize - this.usedMem >= this.#room;
+    if (this.#spare > 0) {
+      this.#spare--;
+      return true;
+    }
+    if (!this.#noAlloc) return false;
+    const fit = Math.floor((this.#state.memSize - this.usedMem) / this.#room);
+    if (fit === 0) return false;
+    this.#spare = fit - 1;
+    return true;
   }
 
   /** @internal Wraps the result of an op that ran directly; records the contexts of its operands. */
@@ -458,6 +474,7 @@ export class Context extends Ops {
    * view would take), and then here if it fits.
    */
   protected override _make(op: string, call: (ctx: number) => Handle, ...operands: (Tensor | null)[]): Tensor {
+    this.#spare = 0;
     const free = this.#state.memSize - this.usedMem;
     if (!this.#noAlloc || free < this.#room) {
       const { bytes, objects } = measureInScratch(op, call, !this.#noAlloc);
@@ -523,6 +540,7 @@ export class Context extends Ops {
     const needed = Number(s.wsp_ggml_graph_overhead_custom(size, grads));
     const used = this.usedMem;
     if (used + needed > this.#state.memSize) throw new ContextOutOfMemoryError("newGraphCustom", needed, this.#state.memSize - used);
+    this.#spare = 0;
     return new Graph(this, s.wsp_ggml_new_graph_custom(this.#state.ptr, size, grads), size, grads);
   }
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import { layouts, Type } from "./bindings.gen.ts";
-import { ffi, library, type Library } from "./loader.ts";
+import { ffi, keepAlive, library, type Library } from "./loader.ts";
 import type { Handle } from "./ffi/types.ts";
 
 /** Traits of one tensor type, read once from `wsp_ggml_blck_size` / `_type_size` / `_type_name`. */
@@ -119,7 +119,11 @@ export function initContext(lib: Library, base: number, memSize: number, noAlloc
   params.setBigUint64(f.mem_size.offset, BigInt(memSize), true);
   params.setBigUint64(f.mem_buffer.offset, BigInt(base), true);
   params.setUint8(f.no_alloc.offset, noAlloc ? 1 : 0);
-  return (asHandle ? lib.handles : lib.symbols).wsp_ggml_init(ffi.addressOf(params.buffer));
+  const ctx = (asHandle ? lib.handles : lib.symbols).wsp_ggml_init(ffi.addressOf(params.buffer));
+  // Without this the params buffer is garbage after its address is taken, and a collection
+  // in between (the address's own BigInt on Deno) frees the bytes ggml_init then reads.
+  keepAlive(params);
+  return ctx;
 }
 
 let state: Runtime | undefined;

@@ -161,6 +161,15 @@ export class Tensor {
     return i64At(this.#words(), this._off + NE + 8 * i);
   }
 
+  /** @internal Writes ne[0..3] into `out` at `at` (one pool lookup for the four; the ops' shape checks). */
+  _neInto(out: Float64Array, at: number): void {
+    const v = this.#words(), o = this._off + NE;
+    out[at] = i64At(v, o);
+    out[at + 1] = i64At(v, o + 8);
+    out[at + 2] = i64At(v, o + 16);
+    out[at + 3] = i64At(v, o + 24);
+  }
+
   /** @internal `nb[i]` for a known-good `i` (0 … 3). */
   _nb(i: number): number {
     return i64At(this.#words(), this._off + NB + 8 * i);

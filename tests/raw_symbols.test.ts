@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { bunSymbols, denoSymbols, functions, layouts, LogLevel, MAX_DIMS, Type } from "../src/bindings.gen.ts";
 import { cString, loadAdapter, StructView, SymbolNotDefinedError } from "../src/ffi/mod.ts";
 import type { FunctionDef } from "../src/ffi/types.ts";
+import { numDef } from "../src/ffi/num_abi.ts";
 import { openWspGgml } from "../src/ffi/open.ts";
 import { baseLibraryName, bestCpuVariant, locateLibrary } from "../src/loader.ts";
 
@@ -126,12 +127,12 @@ describe(`raw symbols on ${ffi.runtime}`, () => {
       const { bunSymbol } = await import(["..", "src", "ffi", "bun.ts"].join("/"));
       const { FFIType } = await import(["bun", "ffi"].join(":"));
       for (const [name, def] of Object.entries(table)) {
-        const gen = (bunSymbols[def.library] as unknown as Record<string, { args: string[]; returns: string }>)[def.symbol ?? name];
+        const gen = (bunSymbols[def.library] as unknown as Record<string, { args: string[]; returns: string }>)[numDef(name, def).symbol];
         if (def.defined === false) {
           assert.equal(gen, undefined, name);
           continue;
         }
-        const want = bunSymbol(def);
+        const want = bunSymbol(numDef(name, def));
         assert.deepEqual({ args: gen.args.map((a) => FFIType[a]), returns: FFIType[gen.returns] }, want, name);
       }
     }

@@ -3,7 +3,9 @@
  *
  * bun:ffi cannot pass structs by value (oven-sh/bun#6139); the generated
  * tables point every such function at its pointer-based C shim, so nothing
- * here needs them. Bun has no non-blocking call (oven-sh/bun#5490): the
+ * here needs them. Functions are bound to their number-ABI wrappers where
+ * they have one (`num_abi.ts`): a `double` argument is several times
+ * cheaper for bun:ffi than a `ptr` or an `i64`. Bun has no non-blocking call (oven-sh/bun#5490): the
  * `async` variants run the call on a worker thread (`bun_worker.ts`) that
  * opened the same library.
  *
@@ -12,7 +14,8 @@
 import { CString, dlopen, FFIType, JSCallback, ptr as addressOfBuffer, read, toArrayBuffer } from "bun:ffi";
 import type { FFIFunction, Pointer as BunPointer } from "bun:ffi";
 import { BUN_TYPES } from "./native_types.ts";
-import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
+import { isPointer, missing, missingReason, toPointer } from "./common.ts";
+import { acceptBigInts, numDef } from "./num_abi.ts";
 import type { FfiAdapter, FfiType, FunctionDef, FunctionTable, NativeLibrary } from "./types.ts";
 import type { WorkerCall } from "./bun_worker.ts";
 
@@ -79,7 +82,8 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   const defs: Record<string, FFIFunction> = {};
   for (const [name, def] of Object.entries(table)) {
     if (def.defined === false) continue;
-    defs[symbolOf(name, def)] = bunSymbol(def);
+    const b = numDef(name, def);
+    defs[b.symbol] = bunSymbol(b);
   }
   let libs: BoundLibrary[];
   try {
@@ -102,17 +106,19 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   const async: Record<string, unknown> = {};
   const bound = new Set<string>();
   for (const [name, def] of Object.entries(table)) {
-    const f = def.defined === false ? undefined : raw[symbolOf(name, def)];
+    const b = numDef(name, def);
+    const f = def.defined === false ? undefined : raw[b.symbol];
     if (!f) {
       symbols[name] = missing(name, missingReason(def, path));
       continue;
     }
     bound.add(name);
-    // Bun returns null for a NULL `ptr`; the API's NULL is 0.
-    symbols[name] = isPointer(def.result) ? (...a: unknown[]) => (f(...a) as number | null) ?? 0 : f;
+    // A number-ABI wrapper (num_abi.ts) returns NULL as 0. Bun returns null for a NULL `ptr`; the API's NULL is 0.
+    symbols[name] = def.num ? acceptBigInts(f, def.args) : isPointer(def.result) ? (...a: unknown[]) => (f(...a) as number | null) ?? 0 : f;
     if (def.nonblocking) {
-      const plain: FunctionDef = { args: def.args, result: def.result };
-      async[name] = (...a: unknown[]) => worker().call(path, symbolOf(name, def), plain, a);
+      const plain: FunctionDef = { args: b.args, result: b.result };
+      const call = (...a: unknown[]) => worker().call(path, b.symbol, plain, a);
+      async[name] = def.num ? acceptBigInts(call, def.args) : call;
     }
   }
   return {

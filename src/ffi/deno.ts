@@ -2,13 +2,17 @@
  * The Deno adapter: `Deno.dlopen`, `Deno.UnsafePointerView`,
  * `Deno.UnsafeCallback`.
  *
- * Pointers are declared as `usize` so that they cross as numbers, the one
- * representation the API uses on every runtime; calls keep Deno's fast path.
+ * Functions are bound to their number-ABI wrappers where they have one
+ * (`num_abi.ts`): pointers and 64-bit integers cross as doubles, plain
+ * numbers, on Deno's fast path. Elsewhere pointers are declared as `usize`
+ * and converted to and from bigints (Deno's fast path takes 64-bit values
+ * only as bigints), so that the API sees numbers on every runtime.
  *
  * @module
  */
 import { DENO_TYPES } from "./native_types.ts";
-import { isInt64, isPointer, missing, missingReason, symbolOf, toInt64, toPointer } from "./common.ts";
+import { isInt64, isPointer, missing, missingReason, toInt64, toPointer } from "./common.ts";
+import { acceptBigInts, numDef } from "./num_abi.ts";
 import type {
   CallbackOptions,
   FfiAdapter,
@@ -31,10 +35,11 @@ export function denoSymbol(
   def: FunctionTable[string],
   nonblocking = false,
 ): Deno.ForeignFunction {
+  const bound = numDef(name, def);
   const out: Deno.ForeignFunction = {
-    name: symbolOf(name, def),
-    parameters: def.args.map(denoType) as Deno.NativeType[],
-    result: denoType(def.result),
+    name: bound.symbol,
+    parameters: bound.args.map(denoType) as Deno.NativeType[],
+    result: denoType(bound.result),
     optional: true,
   };
   if (nonblocking) out.nonblocking = true;
@@ -133,10 +138,15 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
     bound.add(name);
     // Deno returns every i64 (and sometimes a usize) as a bigint: normalise
     // to the API's conventions (see types.ts); handles keep pointers as Deno returns them.
-    const norm = isPointer(def.result) ? toPointer : isInt64(def.result) ? toInt64 : undefined;
-    const wide = def.args.map((t) => isPointer(t) || isInt64(t));
-    symbols[name] = fastCall(f, wide, norm);
-    handles[name] = isPointer(def.result) ? fastCall(f, wide) : symbols[name]; // the result as Deno returned it
+    // A number-ABI wrapper already speaks them: numbers in, numbers out.
+    const norm = def.num ? undefined : isPointer(def.result) ? toPointer : isInt64(def.result) ? toInt64 : undefined;
+    if (def.num) {
+      symbols[name] = handles[name] = acceptBigInts(f, def.args);
+    } else {
+      const wide = def.args.map((t) => isPointer(t) || isInt64(t));
+      symbols[name] = fastCall(f, wide, norm);
+      handles[name] = isPointer(def.result) ? fastCall(f, wide) : symbols[name]; // the result as Deno returned it
+    }
     const g = raw[name + ASYNC];
     if (g) {
       async[name] = async (...a: unknown[]) => {

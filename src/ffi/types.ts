@@ -22,11 +22,12 @@ export type Pointer = number;
 export const NULL: Pointer = 0;
 
 /**
- * A native address in the form the runtime's FFI passes fastest: a bigint
- * on Deno (whose fast calls take 64-bit values only as bigints), a number
- * on Bun and Node. Every call accepts either form; {@linkcode NativeLibrary.handles}
- * returns pointers in this form, so a handle taken from one call and given
- * to the next is never converted.
+ * A native address in the form the runtime's FFI passes fastest: a number,
+ * except from the few Deno functions without a number-ABI wrapper (see
+ * `num_abi.ts`), which return a bigint (Deno's fast calls take 64-bit
+ * values only as bigints). Every call accepts either form;
+ * {@linkcode NativeLibrary.handles} returns pointers in this form, so a
+ * handle taken from one call and given to the next is never converted.
  */
 export type Handle = number | bigint;
 
@@ -64,6 +65,12 @@ export interface FfiSignature {
 export interface FunctionDef extends FfiSignature {
   /** Exported symbol to bind, when it differs from the table key (C shims). */
   readonly symbol?: string;
+  /**
+   * The exported number-ABI wrapper (`wsp_num_*`, see `num_abi.ts`): the
+   * same call with every pointer and 64-bit integer as a double. Deno and
+   * Bun bind it instead of `symbol` when present.
+   */
+  readonly num?: string;
   /** `false` when the headers declare the function but no source defines it. */
   readonly defined?: boolean;
   /** Offer a non-blocking variant where the runtime has one. */
@@ -114,9 +121,9 @@ export interface NativeLibrary<T extends FunctionTable> {
   readonly symbols: { readonly [K in keyof T]: JsFunction<T[K]> };
   /**
    * The same calls with pointers as {@linkcode Handle}s: arguments may be
-   * handles, pointer results are handles (a bigint on Deno; identical to
-   * `symbols` on Bun and Node). For hot paths that pass one call's result to
-   * the next.
+   * handles, pointer results are handles (numbers, and on Deno a bigint
+   * from a function without a number-ABI wrapper; identical to `symbols` on
+   * Bun and Node). For hot paths that pass one call's result to the next.
    */
   readonly handles: { readonly [K in keyof T]: HandleFunction<T[K]> };
   /**
