@@ -385,6 +385,46 @@ describe("pool recycling", () => {
   });
 });
 
+describe("direct ops and the pool's room", () => {
+  // Ops run straight in C while the pool surely has room for any op's objects, counted down
+  // between measurements; anything else that allocates in the pool must end the count.
+  test("ops fill a noAlloc pool to the last header and then throw, with native allocations in between", () => {
+    const headers = 200;
+    using ctx = new Context({ memSize: headers * tensorOverhead(), noAlloc: true });
+    const s = loadLibrary().symbols;
+    let h = ctx.newTensor1d(Type.F32, 8);
+    let made = 1, native = 0, error: unknown;
+    try {
+      for (let i = 0; i < headers; i++) {
+        h = ctx.relu(h);
+        made++;
+        // Every 10th op, tensors made natively through the context's pointer take pool room the count did not see.
+        // (Raw calls have no checks: these only run while the pool has room for them.)
+        if (i % 10 === 0 && ctx.memSize - ctx.usedMem >= 5 * tensorOverhead()) {
+          for (let k = 0; k < 5; k++) assert.notEqual(s.wsp_ggml_new_tensor_1d(ctx.pointer, Type.F32, 8), 0);
+          native += 5;
+        }
+      }
+    } catch (e) {
+      error = e;
+    }
+    assert.ok(error instanceof ContextOutOfMemoryError, `expected ContextOutOfMemoryError, got ${error}`);
+    assert.equal(made + native, headers, "every header of the pool was used, none past its end");
+    assert.equal(ctx.usedMem, headers * tensorOverhead());
+    assert.equal(h.op, Op.UNARY);
+  });
+
+  test("a pool filled natively right after an op that found room for more: the next op throws, ggml never aborts", () => {
+    using ctx = new Context({ memSize: 3 * 64 * tensorOverhead(), noAlloc: true });
+    const s = loadLibrary().symbols;
+    const a = ctx.newTensor1d(Type.F32, 8); // found room for two ops' worth of objects
+    const p = ctx.pointer;
+    while (ctx.memSize - ctx.usedMem >= tensorOverhead()) assert.notEqual(s.wsp_ggml_new_tensor_1d(p, Type.F32, 8), 0);
+    assert.throws(() => ctx.relu(a), ContextOutOfMemoryError);
+    assert.throws(() => ctx.newTensor1d(Type.F32, 8), ContextOutOfMemoryError);
+  });
+});
+
 describe("Graph mirror", () => {
   // Expands that cannot overflow go straight to ggml and the JS side reads the graph back
   // from the pool when asked; these compare that reading with ggml's own accessors.

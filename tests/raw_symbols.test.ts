@@ -116,6 +116,31 @@ describe(`raw symbols on ${ffi.runtime}`, () => {
     assert.ok(seen.some(([level, text]) => level === LogLevel.ERROR && text.includes("no-such-backend")), JSON.stringify(seen));
   });
 
+  test("number-ABI wrappers: numbers out, 64-bit arguments as numbers or bigints, exact or refused", () => {
+    const table = functions as Record<string, FunctionDef>;
+    // Values that may pass 2^53 keep the exact path on every runtime.
+    for (const name of ["wsp_gguf_get_val_u64", "wsp_gguf_set_val_i64", "wsp_ggml_backend_buffer_get_max_size", "wsp_ggml_cycles"]) {
+      assert.equal(table[name].num, undefined, name);
+    }
+    assert.equal(table.wsp_ggml_new_tensor_1d.num, "wsp_num_ggml_new_tensor_1d");
+    const ctx = newContext(1 << 16);
+    try {
+      const t = s.wsp_ggml_new_tensor_1d(ctx, Type.F32, 5n);
+      assert.equal(typeof t, "number");
+      assert.equal(s.wsp_ggml_nelements(t), 5);
+      assert.equal(typeof s.wsp_ggml_nbytes(t), "number");
+      assert.equal(g.handles.wsp_ggml_nelements(g.handles.wsp_ggml_new_tensor_2d(ctx, Type.F32, 3, 4n)), 12);
+      assert.equal(s.wsp_ggml_get_first_tensor(ctx), t, "a pointer result is the same number as before");
+      assert.equal(s.wsp_ggml_get_next_tensor(ctx, s.wsp_ggml_get_next_tensor(ctx, t)), 0, "NULL is 0");
+      if (ffi.runtime !== "node") {
+        // A bigint the double cannot hold is refused before C sees a rounded value (Node's koffi takes it exactly).
+        assert.throws(() => s.wsp_ggml_new_tensor_1d(ctx, Type.F32, 2n ** 53n + 1n), RangeError);
+      }
+    } finally {
+      s.wsp_ggml_free(ctx);
+    }
+  });
+
   test("the generated runtime tables match the adapter's derivation", async () => {
     const table = functions as Record<string, FunctionDef & { library: "base" | "cpu" | "metal" }>;
     if (ffi.runtime === "deno") {
