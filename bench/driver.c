@@ -212,10 +212,16 @@ static void bench_graph(void) {
     size_t mem = (size_t) (5 * layers + 8) * wsp_ggml_tensor_overhead() + wsp_ggml_graph_overhead_custom(GRAPH_SIZE, false);
     double samples[MAX_SAMPLES];
     int nodes = 0;
+    // One buffer for every graph's context, as llama.cpp keeps buf_compute_meta (and as the API
+    // recycles a freed pool): a fresh malloc of this size is mmap'd and page-faulted in on some
+    // iterations and not others, which made this reference swing between ~120 and ~215 µs.
+    void * buf = malloc(mem);
+    if (buf == NULL) return;
     for (int r = -1; r < reps; r++) {
         double t0 = now_ns();
         for (long long i = 0; i < n; i++) {
-            struct wsp_ggml_context * ctx = new_ctx(mem, true);
+            struct wsp_ggml_init_params params = { .mem_size = mem, .mem_buffer = buf, .no_alloc = true };
+            struct wsp_ggml_context * ctx = wsp_ggml_init(params);
             struct wsp_ggml_tensor * h = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, hidden, batch);
             for (int l = 0; l < layers; l++) {
                 struct wsp_ggml_tensor * w = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, hidden, hidden);
@@ -230,6 +236,7 @@ static void bench_graph(void) {
         double dt = now_ns() - t0;
         if (r >= 0) samples[r] = dt / n;
     }
+    free(buf);
     report("graph", "build a graph", samples, reps, n, nodes);
 }
 

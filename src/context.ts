@@ -186,6 +186,8 @@ export class Context extends Ops {
   /** Free bytes that hold the objects of any op (MAX_OP_OBJECTS tensor headers). */
   readonly #room: number;
   readonly #handles: WspGgml["handles"];
+  /** `sizeof(struct wsp_ggml_object)`. */
+  readonly #objectSize: number;
   /** One Tensor object per native tensor, keyed by its offset in the pool (a small integer, cheaper to hash than an address). */
   /**
    * One Tensor object per native tensor, in pool order. ggml appends objects
@@ -231,6 +233,7 @@ export class Context extends Ops {
     this.#h = h;
     this.#room = MAX_OP_OBJECTS * (rt.objectSize + rt.tensorSize);
     this.#handles = rt.lib.handles;
+    this.#objectSize = rt.objectSize;
     this.#state = { ptr, buffer: pool.buffer, memSize, noAlloc, exposed: false };
     this.#view = pool.view;
     // Tensor fields are read as 32-bit words: typed-array reads are several times faster than DataView's on Bun.
@@ -354,6 +357,8 @@ export class Context extends Ops {
     if (n === 0 || list[n - 1]._off < off) {
       const t = new Tensor(this, ptr, off, handle);
       list.push(t);
+      // The newest tensor's object header is where usedMem's walk can resume (ggml puts it right before the struct).
+      if (off - this.#objectSize > this.#lastObject) this.#lastObject = off - this.#objectSize;
       return t;
     }
     let lo = 0, hi = n; // the first index whose offset is >= off
