@@ -19,7 +19,7 @@
 //   nelements | nbytes   n [1000000] reps [15]   one call per iteration on a 2-D f32 tensor
 //   add                  n [100000] reps [15]    wsp_ggml_add in a no_alloc context, reset every 1000 nodes
 //   shape                n [1000000] reps [15]   nelements + nrows + nbytes + n_dims calls, and ne[] reads
-//   graph                layers [334] hidden [64] batch [32] n [20] reps [15]
+//   graph                layers [334] hidden [64] batch [32] n [20] reps [15] warm_ms [500]
 //                        a no_alloc context, 2·layers weights, layers × relu(add(mul_mat)), a graph of
 //                        2048 nodes, build_forward_expand, free — per iteration
 //   matmul               type [f32] size [512] threads [2] reps [5] warm_ms [500]
@@ -217,6 +217,7 @@ static void bench_graph(void) {
     // iterations and not others, which made this reference swing between ~120 and ~215 µs.
     void * buf = malloc(mem);
     if (buf == NULL) return;
+    double w0 = now_ns();
     for (int r = -1; r < reps; r++) {
         double t0 = now_ns();
         for (long long i = 0; i < n; i++) {
@@ -235,6 +236,7 @@ static void bench_graph(void) {
         }
         double dt = now_ns() - t0;
         if (r >= 0) samples[r] = dt / n;
+        else if (!warmed_up(w0)) r--; // the same time-based warm-up as the TS side's
     }
     free(buf);
     report("graph", "build a graph", samples, reps, n, nodes);

@@ -352,15 +352,21 @@ export class Context extends Ops {
   }
 
   /** @internal The tensor object for a tensor of this pool (one object per tensor). */
-  _wrap(ptr: number, handle: Handle = ptr): Tensor {
+  _wrap(ptr: number): Tensor {
     const off = ptr - this.#base, list = this.#tensors, n = list.length;
     if (n === 0 || list[n - 1]._off < off) {
-      const t = new Tensor(this, ptr, off, handle);
+      const t = new Tensor(this, off);
       list.push(t);
       // The newest tensor's object header is where usedMem's walk can resume (ggml puts it right before the struct).
       if (off - this.#objectSize > this.#lastObject) this.#lastObject = off - this.#objectSize;
       return t;
     }
+    return this.#wrapEarlier(off);
+  }
+
+  /** {@linkcode _wrap} for a tensor not after the last one known (found or inserted by binary search); kept apart so that `_wrap` stays small enough to inline. */
+  #wrapEarlier(off: number): Tensor {
+    const list = this.#tensors, n = list.length;
     let lo = 0, hi = n; // the first index whose offset is >= off
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
@@ -368,7 +374,7 @@ export class Context extends Ops {
       else hi = mid;
     }
     if (lo < n && list[lo]._off === off) return list[lo];
-    const t = new Tensor(this, ptr, off, handle);
+    const t = new Tensor(this, off);
     list.splice(lo, 0, t);
     return t;
   }
@@ -448,14 +454,17 @@ export class Context extends Ops {
 
   /** @internal Wraps the result of an op that ran directly; records the contexts of its operands. */
   protected override _adopt(op: string, h: Handle, a?: Tensor | null, b?: Tensor | null, c?: Tensor | null, d?: Tensor | null, e?: Tensor | null, f?: Tensor | null, g?: Tensor | null, i?: Tensor | null): Tensor {
-    const ptr = addressOf(h);
+    const ptr = typeof h === "number" ? h : addressOf(h);
     if (ptr === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     if (a && a.context !== this) this._depend(a.context);
     if (b && b.context !== this) this._depend(b.context);
-    if (c) {
-      for (const t of [c, d, e, f, g, i]) if (t && t.context !== this) this._depend(t.context);
-    }
-    return this._wrap(ptr, h);
+    if (c) this.#dependAll([c, d, e, f, g, i]);
+    return this._wrap(ptr);
+  }
+
+  /** Records the contexts of an op's third and later operands (rare: kept out of `_adopt`). */
+  #dependAll(operands: readonly (Tensor | null | undefined)[]): void {
+    for (const t of operands) if (t && t.context !== this) this._depend(t.context);
   }
 
   /** @internal Checks the context and the operands of an op; returns the native symbols. */
@@ -489,7 +498,7 @@ export class Context extends Ops {
     const h = call(this.#state.ptr), ptr = addressOf(h);
     if (ptr === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     for (const t of operands) if (t) this._depend(t.context);
-    return this._wrap(ptr, h);
+    return this._wrap(ptr);
   }
 
   /**

@@ -14,6 +14,8 @@ import { runtime, type TypeTraits } from "./runtime.ts";
 
 const F = layouts.wsp_ggml_tensor.fields;
 const NE = F.ne.offset, NB = F.nb.offset;
+// The same offsets in 32-bit words (the struct is 8-byte aligned in the pool).
+const NE_W = NE >> 2, NB_W = NB >> 2, TYPE_W = F.type.offset >> 2;
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -105,19 +107,27 @@ export interface DataLocation {
 export class Tensor {
   /** The context that owns this tensor. */
   readonly context: Context;
-  /** @internal The native address of the struct. */
-  readonly _ptr: number;
   /** @internal The struct's byte offset in the context's pool. */
   readonly _off: number;
-  /** @internal The address as the runtime's FFI passes it fastest (`NativeLibrary.handles`). */
-  readonly _h: Handle;
+
+  // The address is not stored: on V8 (Deno, Node) a field holding an address (above 2^31)
+  // keeps a boxed number, one more allocation per tensor, while base + offset computed where
+  // it is passed to a call stays an unboxed double.
 
   /** @internal Tensors come from a {@linkcode Context}; this is not a public constructor. */
-  constructor(context: Context, ptr: number, offset: number, handle: Handle = ptr) {
+  constructor(context: Context, offset: number) {
     this.context = context;
-    this._ptr = ptr;
     this._off = offset;
-    this._h = handle;
+  }
+
+  /** @internal The native address of the struct. */
+  get _ptr(): number {
+    return this.context._base + this._off;
+  }
+
+  /** @internal The address as the runtime's FFI passes it fastest (`NativeLibrary.handles`): a number on every runtime. */
+  get _h(): Handle {
+    return this.context._base + this._off;
   }
 
   #view(): DataView {
@@ -297,17 +307,18 @@ export class Tensor {
    * `n = 1` lets rows be strided, as unary ops accept).
    */
   isContiguousN(n: number): boolean {
-    // Reads the words directly (no shape/stride arrays): ops check this on every call.
-    const v = this.#words(), o = this._off;
-    const { blckSize, typeSize } = this.traits;
-    const ne0 = i64At(v, o + NE);
-    let next = typeSize;
-    if (ne0 !== blckSize && i64At(v, o + NB) !== next) return false;
-    next *= ne0 / blckSize;
+    // Reads the words directly, once, with the loop unrolled: unary ops check this on every call.
+    const v = this.#words(), w = this._off >> 2;
+    const traits = runtime().traits[v[w + TYPE_W]]!;
+    const blck = traits.blckSize;
+    const ne0 = (v[w + NE_W] >>> 0) + v[w + NE_W + 1] * 4294967296;
+    let next = traits.typeSize;
+    if (ne0 !== blck && (v[w + NB_W] >>> 0) + v[w + NB_W + 1] * 4294967296 !== next) return false;
+    next *= ne0 / blck;
     for (let i = 1; i < MAX_DIMS; i++) {
-      const ne = i64At(v, o + NE + 8 * i);
+      const ne = (v[w + NE_W + 2 * i] >>> 0) + v[w + NE_W + 2 * i + 1] * 4294967296;
       if (ne === 1) continue;
-      const nb = i64At(v, o + NB + 8 * i);
+      const nb = (v[w + NB_W + 2 * i] >>> 0) + v[w + NB_W + 2 * i + 1] * 4294967296;
       if (i > n) {
         if (nb !== next) return false;
         next *= ne;
