@@ -15,29 +15,38 @@ import type { Tensor } from "./tensor.ts";
 
 // ---- predicates, as ggml.c defines them ----
 
-// The hot predicates read both operands' ne[] into one scratch array (ne of the first at 0..3,
-// of the second at 4..7): no shape arrays on the op path, one pool lookup per tensor.
-const NE = new Float64Array(8);
-const sameShape = (a: Tensor, b: Tensor) => {
-  a._neInto(NE, 0);
-  b._neInto(NE, 4);
-  return NE[0] === NE[4] && NE[1] === NE[5] && NE[2] === NE[6] && NE[3] === NE[7];
+// The hot predicates compare ne[] as the pool's 32-bit words, in place: no shape arrays, and no
+// int64 → double conversion or `%` (a slow fmod on doubles) unless two sizes differ and the
+// smaller is not 1. ne[i] is the int64 at words 2·i (low) and 2·i + 1 (high) from _neIndex().
+const wide = (lo: number, hi: number) => (lo >>> 0) + hi * 4294967296;
+const emptyAt = (v: Int32Array, i: number) =>
+  (v[i] === 0 && v[i + 1] === 0) || (v[i + 2] === 0 && v[i + 3] === 0) || (v[i + 4] === 0 && v[i + 5] === 0) || (v[i + 6] === 0 && v[i + 7] === 0);
+/**
+ * Whether ne[k] of the first tensor divides ne[k] of the second (k = word offset 0, 2, 4, 6).
+ * A zero divisor divides nothing: C's `%` by 0 would trap (SIGFPE), so it never gets there.
+ */
+const dividesAt = (a: Int32Array, i: number, b: Int32Array, j: number, k: number) => {
+  const lo0 = a[i + k], hi0 = a[i + k + 1], lo1 = b[j + k], hi1 = b[j + k + 1];
+  if (lo0 === 0 && hi0 === 0) return false;
+  return (lo0 === lo1 && hi0 === hi1) || (lo0 === 1 && hi0 === 0) || wide(lo1, hi1) % wide(lo0, hi0) === 0;
+};
+const sameShape = (x: Tensor, y: Tensor) => {
+  const a = x._pool32(), i = x._neIndex(), b = y._pool32(), j = y._neIndex();
+  for (let k = 0; k < 8; k++) if (a[i + k] !== b[j + k]) return false;
+  return true;
 };
 /** `wsp_ggml_can_repeat(t0, t1)`: t0 can be broadcast to t1. */
 const canRepeat = (t0: Tensor, t1: Tensor) => {
-  t0._neInto(NE, 0);
-  t1._neInto(NE, 4);
-  const empty0 = NE[0] === 0 || NE[1] === 0 || NE[2] === 0 || NE[3] === 0;
-  if (empty0) return NE[4] === 0 || NE[5] === 0 || NE[6] === 0 || NE[7] === 0;
-  return NE[4] % NE[0] === 0 && NE[5] % NE[1] === 0 && NE[6] % NE[2] === 0 && NE[7] % NE[3] === 0;
+  const a = t0._pool32(), i = t0._neIndex(), b = t1._pool32(), j = t1._neIndex();
+  if (emptyAt(a, i)) return emptyAt(b, j);
+  return dividesAt(a, i, b, j, 0) && dividesAt(a, i, b, j, 2) && dividesAt(a, i, b, j, 4) && dividesAt(a, i, b, j, 6);
+};
+const canMulMat = (t0: Tensor, t1: Tensor) => {
+  const a = t0._pool32(), i = t0._neIndex(), b = t1._pool32(), j = t1._neIndex();
+  return a[i] === b[j] && a[i + 1] === b[j + 1] && dividesAt(a, i, b, j, 4) && dividesAt(a, i, b, j, 6);
 };
 const isEmpty = (t: Tensor) => t._ne(0) === 0 || t._ne(1) === 0 || t._ne(2) === 0 || t._ne(3) === 0;
 const canRepeatRows = (t0: Tensor, t1: Tensor) => t0.ne(0) === t1.ne(0) && canRepeat(t0, t1);
-const canMulMat = (t0: Tensor, t1: Tensor) => {
-  t0._neInto(NE, 0);
-  t1._neInto(NE, 4);
-  return NE[0] === NE[4] && NE[6] % NE[2] === 0 && NE[7] % NE[3] === 0;
-};
 const canOutProd = (t0: Tensor, t1: Tensor) => t0.ne(1) === t1.ne(1) && t1.ne(2) % t0.ne(2) === 0 && t1.ne(3) % t0.ne(3) === 0;
 const isScalar = (t: Tensor) => t.nelements === 1 && t.shape.every((n) => n === 1);
 const isVector = (t: Tensor) => t.ne(1) === 1 && t.ne(2) === 1 && t.ne(3) === 1;

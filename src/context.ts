@@ -197,6 +197,8 @@ export class Context extends Ops {
    */
   #tensors: Tensor[] = [];
   readonly #deps = new Set<Context>();
+  /** The context last added to #deps. */
+  #lastDep: Context | undefined;
   #holds = 0;
   #lastObject = -1;
   /**
@@ -301,6 +303,7 @@ export class Context extends Ops {
     finalizer.unregister(this);
     this.#tensors = [];
     this.#deps.clear();
+    this.#lastDep = undefined;
     release(this.#state, true);
     this.#view = new DataView(new ArrayBuffer(0));
     this.#words = new Int32Array(0);
@@ -388,7 +391,10 @@ export class Context extends Ops {
 
   /** @internal Records that this context's tensors refer to `other`'s. */
   _depend(other: Context): void {
-    if (other !== this) this.#deps.add(other);
+    // Ops over another context's tensors record the same one again and again: one comparison instead of a Set insert.
+    if (other === this || other === this.#lastDep) return;
+    this.#deps.add(other);
+    this.#lastDep = other;
   }
 
   /** @internal The tensor object for a tensor of this context or one it refers to. */

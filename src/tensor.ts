@@ -171,13 +171,14 @@ export class Tensor {
     return i64At(this.#words(), this._off + NE + 8 * i);
   }
 
-  /** @internal Writes ne[0..3] into `out` at `at` (one pool lookup for the four; the ops' shape checks). */
-  _neInto(out: Float64Array, at: number): void {
-    const v = this.#words(), o = this._off + NE;
-    out[at] = i64At(v, o);
-    out[at + 1] = i64At(v, o + 8);
-    out[at + 2] = i64At(v, o + 16);
-    out[at + 3] = i64At(v, o + 24);
+  /** @internal The pool as 32-bit words (throws once the context is freed): with {@linkcode _neIndex}, ne[] read in place. */
+  _pool32(): Int32Array {
+    return this.#words();
+  }
+
+  /** @internal The word index of ne[0] in {@linkcode _pool32} (ne[i] is the int64 at 2·i, 2·i + 1 words on). */
+  _neIndex(): number {
+    return (this._off >> 2) + NE_W;
   }
 
   /** @internal `nb[i]` for a known-good `i` (0 … 3). */

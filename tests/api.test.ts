@@ -12,6 +12,7 @@ import {
   BUILD_COMMAND,
   Context,
   ContextOutOfMemoryError,
+  ShapeError,
   DEFAULT_GRAPH_SIZE,
   GgmlError,
   Graph,
@@ -382,6 +383,20 @@ describe("pool recycling", () => {
     assert.equal(view.length, 0, "the view was detached with its pool");
     using next = new Context({ memSize });
     assert.deepEqual(next.newTensor1d(Type.F32, 4).toArray(), [0, 0, 0, 0], "fresh memory, not the freed pool's data");
+  });
+});
+
+describe("shape checks on the pool's words", () => {
+  // canRepeat / canMulMat compare ne[] as 32-bit words and take `%` only when sizes differ and the smaller is not 1.
+  test("broadcasts by a factor other than 1, refusals, and a zero divisor that C's % would trap on", () => {
+    using ctx = new Context({ memSize: 32 * tensorOverhead(), noAlloc: true });
+    assert.deepEqual(ctx.add(ctx.newTensor2d(Type.F32, 6, 4), ctx.newTensor2d(Type.F32, 3, 2)).shape, [6, 4, 1, 1]);
+    assert.throws(() => ctx.add(ctx.newTensor2d(Type.F32, 6, 4), ctx.newTensor2d(Type.F32, 4, 2)), ShapeError);
+    assert.throws(() => ctx.add(ctx.newTensor1d(Type.F32, 2 ** 33), ctx.newTensor1d(Type.F32, 2 ** 32 + 1)), ShapeError, "sizes above 32 bits");
+    assert.deepEqual(ctx.add(ctx.newTensor1d(Type.F32, 2 ** 33), ctx.newTensor1d(Type.F32, 2 ** 32)).shape, [2 ** 33, 1, 1, 1]);
+    assert.deepEqual(ctx.mulMat(ctx.newTensor3d(Type.F32, 4, 2, 3), ctx.newTensor3d(Type.F32, 4, 5, 6)).shape, [2, 5, 6, 1]);
+    // ggml_can_mul_mat computes ne2 % 0 here: SIGFPE in C, a ShapeError here.
+    assert.throws(() => ctx.mulMat(ctx.newTensor3d(Type.F32, 4, 2, 0), ctx.newTensor3d(Type.F32, 4, 3, 0)), ShapeError);
   });
 });
 
