@@ -148,7 +148,7 @@ function plan(peerOk) {
       // Short processes, many runs: sides alternate more often, so load that comes and goes
       // lands on every side alike.
       const reps = size >= 2048 ? 2 : 3;
-      jobs.push({ bench: "matmul", params: [`type=${type}`, `size=${size}`, "threads=2", `reps=${reps}`], sides: ["c", ...TS, ...peer], runs: size >= 2048 ? Math.min(RUNS, 2) : RUNS });
+      jobs.push({ bench: "matmul", params: [`type=${type}`, `size=${size}`, "threads=2", `reps=${reps}`], sides: ["c", ...TS, ...peer], runs: size >= 2048 ? Math.min(RUNS, 2) : q ? RUNS : size >= 1024 ? Math.max(RUNS, 5) : Math.max(RUNS, 7) });
     }
   }
   jobs.push({ bench: "data", cBench: "memcpy", params: [`reps=${q ? 5 : 9}`], sides: ["c", ...TS] });
@@ -334,7 +334,7 @@ function report(figures, mach, vers, peer, seconds) {
   out();
   out("`a` [n, n] of the type (weights from a fixed LCG, converted or quantized), `b` [n, n] f32, `mulMat(a, b)`, one `graph.compute` per sample (the CPU backend's `graph_compute`); 2n³ flops. Every side computes the same numbers (the checksum of 16 outputs agrees: ✓). ggml-python carries its own, newer ggml build, so its column compares builds as well as bindings.");
   out();
-  out("Ratios are of the medians; in brackets, of the fastest samples (less sensitive to other load on the machine).");
+  out("Ratios are of the medians; in brackets, of the fastest samples (less sensitive to other load on the machine). On this VM a process's two compute threads sometimes share one vCPU for the whole process (a fresh thread per compute lands beside the main thread), which makes every sample of that process up to 2–3× slower, on any side; so each figure is the median over processes (n = 512: 7 per side, 1024: 5, 2048: 2), and one such process still moves a 2048 figure.");
   out();
   out(`| type | n | C | C GFLOP/s | % of peak | ${TS.map((s) => `${s} / C`).join(" | ")} | ggml-python | ggml-python GFLOP/s | ${TS.map((s) => `${s} / ggml-python`).join(" | ")} |`);
   out(`|---|---|---|---|---|${TS.map(() => "---|").join("")}---|---|${TS.map(() => "---|").join("")}`);
