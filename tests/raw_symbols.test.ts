@@ -129,7 +129,7 @@ describe(`raw symbols on ${ffi.runtime}`, () => {
       assert.equal(typeof t, "number");
       assert.equal(s.wsp_ggml_nelements(t), 5);
       assert.equal(typeof s.wsp_ggml_nbytes(t), "number");
-      assert.equal(g.handles.wsp_ggml_nelements(g.handles.wsp_ggml_new_tensor_2d(ctx, Type.F32, 3, 4n)), 12);
+      assert.equal(g.handles.wsp_ggml_nelements(g.handles.wsp_ggml_new_tensor_2d(ctx, Type.F32, 3, 4)), 12, "handles: 64-bit integers as numbers");
       assert.equal(s.wsp_ggml_get_first_tensor(ctx), t, "a pointer result is the same number as before");
       assert.equal(s.wsp_ggml_get_next_tensor(ctx, s.wsp_ggml_get_next_tensor(ctx, t)), 0, "NULL is 0");
       if (ffi.runtime !== "node") {

@@ -103,18 +103,20 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   const raw: Record<string, (...a: unknown[]) => unknown> = {};
   for (const lib of libs) Object.assign(raw, lib.symbols);
   const symbols: Record<string, unknown> = {};
+  const handles: Record<string, unknown> = {};
   const async: Record<string, unknown> = {};
   const bound = new Set<string>();
   for (const [name, def] of Object.entries(table)) {
     const b = numDef(name, def);
     const f = def.defined === false ? undefined : raw[b.symbol];
     if (!f) {
-      symbols[name] = missing(name, missingReason(def, path));
+      symbols[name] = handles[name] = missing(name, missingReason(def, path));
       continue;
     }
     bound.add(name);
     // A number-ABI wrapper (num_abi.ts) returns NULL as 0. Bun returns null for a NULL `ptr`; the API's NULL is 0.
     symbols[name] = def.num ? acceptBigInts(f, def.args) : isPointer(def.result) ? (...a: unknown[]) => (f(...a) as number | null) ?? 0 : f;
+    handles[name] = def.num ? f : symbols[name]; // numbers only: no bigint check in the way of the call
     if (def.nonblocking) {
       const plain: FunctionDef = { args: b.args, result: b.result };
       const call = (...a: unknown[]) => worker().call(path, b.symbol, plain, a);
@@ -123,7 +125,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   }
   return {
     symbols: symbols as NativeLibrary<T>["symbols"],
-    handles: symbols as unknown as NativeLibrary<T>["handles"],
+    handles: handles as NativeLibrary<T>["handles"],
     async: async as NativeLibrary<T>["async"],
     has: (name) => bound.has(name),
     close: () => libs.forEach((l) => l.close()),

@@ -141,7 +141,8 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
     // A number-ABI wrapper already speaks them: numbers in, numbers out.
     const norm = def.num ? undefined : isPointer(def.result) ? toPointer : isInt64(def.result) ? toInt64 : undefined;
     if (def.num) {
-      symbols[name] = handles[name] = acceptBigInts(f, def.args);
+      symbols[name] = acceptBigInts(f, def.args);
+      handles[name] = f; // numbers only: no bigint check in the way of the fast call
     } else {
       const wide = def.args.map((t) => isPointer(t) || isInt64(t));
       symbols[name] = fastCall(f, wide, norm);

@@ -94,8 +94,13 @@ export type JsResult<T extends FfiType> = T extends "pointer" | "function" ? Poi
   : T extends "void" ? void
   : number;
 
-/** The JS type of an argument of FFI type `T` in {@linkcode NativeLibrary.handles}. */
-export type HandleArg<T extends FfiType> = T extends "pointer" | "function" ? Handle : JsArg<T>;
+/**
+ * The JS type of an argument of FFI type `T` in {@linkcode NativeLibrary.handles}:
+ * 64-bit integers are numbers only (safe integers), as the number ABI takes them.
+ */
+export type HandleArg<T extends FfiType> = T extends "pointer" | "function" ? Handle
+  : T extends "i64" | "u64" | "isize" | "usize" ? number
+  : JsArg<T>;
 
 /** The JS type of a result of FFI type `T` in {@linkcode NativeLibrary.handles}. */
 export type HandleResult<T extends FfiType> = T extends "pointer" | "function" ? Handle : JsResult<T>;
@@ -122,8 +127,11 @@ export interface NativeLibrary<T extends FunctionTable> {
   /**
    * The same calls with pointers as {@linkcode Handle}s: arguments may be
    * handles, pointer results are handles (numbers, and on Deno a bigint
-   * from a function without a number-ABI wrapper; identical to `symbols` on
-   * Bun and Node). For hot paths that pass one call's result to the next.
+   * from a function without a number-ABI wrapper). 64-bit integer arguments
+   * must be numbers: where a number-ABI wrapper exists this is the bound
+   * wrapper itself, without `symbols`' check for bigints (identical to
+   * `symbols` on Node). For hot paths that pass one call's result to the
+   * next.
    */
   readonly handles: { readonly [K in keyof T]: HandleFunction<T[K]> };
   /**
