@@ -2,11 +2,12 @@
 // through the same libwsp-ggml, timed the same way (a warm-up sample, then `reps` samples of `n`
 // iterations each; the runner takes the median). Prints one JSON object on stdout.
 //
-// matmul warms up for at least `warm_ms` [500] ms of its own work, not for one sample. On the
+// matmul warms up for at least `warm_ms` [2000] ms of its own work, not for one sample. On the
 // 2-vCPU VM this runs on (its kernel boots with sched_vcpu_pack), the worker thread that every
 // graph_compute starts anew often lands on the main thread's vCPU in a young process, and a 2-thread
 // compute then runs at about 1-thread speed (f32 512: 8 ms, not 4.5) until the process has kept both
-// vCPUs busy for a while. The TS runtimes spend 70–900 ms starting up (JIT, modules, generating the
+// vCPUs busy for a while. Spawned from the bench runner (node), 500 ms of warm-up still left 2 of 6
+// processes at 2-3x (f16 512: 10-14 ms, not 4.1); 2000 ms left none, so every side warms up that long. The TS runtimes spend 70–900 ms starting up (JIT, modules, generating the
 // data in JS) before their one warm-up sample; C, which measured a few ms after exec, caught that
 // phase instead. (train keeps one warm-up epoch, as on the TS side: more would train the model on.)
 //
@@ -22,7 +23,7 @@
 //   graph                layers [334] hidden [64] batch [32] n [20] reps [15] warm_ms [500]
 //                        a no_alloc context, 2·layers weights, layers × relu(add(mul_mat)), a graph of
 //                        2048 nodes, build_forward_expand, free — per iteration
-//   matmul               type [f32] size [512] threads [2] reps [5] warm_ms [500]
+//   matmul               type [f32] size [512] threads [2] reps [5] warm_ms [2000]
 //                        one graph compute per sample
 //   memcpy               bytes [67108864] reps [9]   memcpy between two preallocated buffers
 //   train                epochs [4] hidden [64] layers [2] batch [32] threads [2]
@@ -115,8 +116,8 @@ static volatile int64_t g_sink;
  * there is at least one): `warm_ms` milliseconds have passed (see the top of the file for why
  * matmul needs it).
  */
-static bool warmed_up(double t0) {
-    return now_ns() - t0 >= (double) param("warm_ms", 500) * 1e6;
+static bool warmed_up(double t0, long long default_ms) {
+    return now_ns() - t0 >= (double) param("warm_ms", default_ms) * 1e6;
 }
 
 // ---- per-call ---------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ static void bench_graph(void) {
         }
         double dt = now_ns() - t0;
         if (r >= 0) samples[r] = dt / n;
-        else if (!warmed_up(w0)) r--; // the same time-based warm-up as the TS side's
+        else if (!warmed_up(w0, 500)) r--; // the same time-based warm-up as the TS side's
     }
     free(buf);
     report("graph", "build a graph", samples, reps, n, nodes);
@@ -295,7 +296,7 @@ static void bench_matmul(void) {
         }
         double dt = now_ns() - t0;
         if (r >= 0) samples[r] = dt;
-        else if (!warmed_up(w0)) r--; // still warming up: this was not a sample either
+        else if (!warmed_up(w0, 2000)) r--; // still warming up: this was not a sample either
     }
     double check = 0;
     for (int i = 0; i < 16; i++) check += ((float *) c->data)[i];

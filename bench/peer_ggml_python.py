@@ -30,12 +30,16 @@ def median(xs):
     return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
 
 
-def measure(bench, label, n, reps, once, extra=0, budget_ns=25e6):
+def measure(bench, label, n, reps, once, extra=0, budget_ns=25e6, warm_ns=0):
     """One warm-up, then `reps` samples of `once(n)` (elapsed ns of n iterations) / n; fewer
-    iterations per sample when the warm-up exceeds `budget_ns` (as bench/cases.ts does)."""
+    iterations per sample when the warm-up exceeds `budget_ns`, and more warm-up until `warm_ns`
+    have passed (as bench/cases.ts does)."""
     warm = once(n)
     if warm > budget_ns and n > 1:
         n = max(1, round(n * budget_ns / warm))
+    w0 = time.perf_counter_ns()
+    while time.perf_counter_ns() - w0 < warm_ns:
+        once(n)
     samples = [once(n) / n for _ in range(reps)]
     print(json.dumps({"bench": bench, "label": label, "side": "ggml-python", "variant": "ggml-python", "n": n,
                       "reps": reps, "median_ns": median(samples), "min_ns": min(samples), "extra": extra,
@@ -190,7 +194,7 @@ def matmul():
 
     once()  # the product, for the checksum in `extra` (the same 16 values as the driver sums)
     check = float(gu.to_numpy(c).reshape(-1)[:16].astype(np.float64).sum())
-    measure("matmul", f"matmul {tname} {size}", 1, reps, once, check)
+    measure("matmul", f"matmul {tname} {size}", 1, reps, once, check, warm_ns=num("warm_ms", 2000) * 1e6)
     g.ggml_backend_free(backend)
     g.ggml_free(ctx)
 
