@@ -10,6 +10,7 @@
 import type { ApiIR, ParamIR, RecordIR } from "./ir.ts";
 import { declarator, type Row, shimParams } from "./table.ts";
 import { isWide } from "../src/ffi/num_abi.ts";
+import { isPointer } from "../src/ffi/common.ts";
 import { GENERATED } from "./emit_ts.ts";
 
 const PRELUDE = `#include <stddef.h>
@@ -61,14 +62,14 @@ function numWrapper(r: Row): string {
   const wide = params.map((p) => p.ffi !== "record" && isWide(p.ffi));
   const decl = params.length ? params.map((p, i) => (wide[i] ? `double ${p.name}` : declarator(p.c, p.name))).join(", ") : "void";
   const arg = (p: ParamIR) => {
-    const v = p.ffi === "pointer" || p.ffi === "function" ? `(${pointerType(p.c)})(uintptr_t)${p.name}` : isWide(p.ffi as Row["result"]) ? `(${p.c})${p.name}` : p.name;
+    const v = isPointer(p.ffi as Row["result"]) ? `(${pointerType(p.c)})(uintptr_t)${p.name}` : isWide(p.ffi as Row["result"]) ? `(${p.c})${p.name}` : p.name;
     return byValue.has(p.name) ? `*${v}` : v;
   };
   const call = `${fn.name}(${fn.params.map((p) => arg(params.find((q) => q.name === p.name)!)).join(", ")})`;
   const res = fn.result.ffi;
   const body = res === "record" ? `*(${fn.result.c} *)(uintptr_t)ret = ${call};`
     : res === "void" ? `${call};`
-    : res === "pointer" || res === "function" ? `return (double)(uintptr_t)${call};`
+    : isPointer(res) ? `return (double)(uintptr_t)${call};`
     : isWide(res) ? `return (double)${call};`
     : `return ${call};`;
   const ret = res === "record" || res === "void" ? "void" : isWide(res) ? "double" : fn.result.c;

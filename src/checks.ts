@@ -11,14 +11,13 @@ import { layouts, MAX_DIMS, Op, ROPE_TYPE_MROPE, ScaleMode, TensorFlag, Type } f
 import { ArgumentError, BoundsError, GgmlTypeError, ShapeError, UnsupportedOpError } from "./errors.ts";
 import type { OpChecks } from "./ops.gen.ts";
 import { runtime } from "./runtime.ts";
-import type { Tensor } from "./tensor.ts";
+import { i64At, type Tensor } from "./tensor.ts";
 
 // ---- predicates, as ggml.c defines them ----
 
 // The hot predicates compare ne[] as the pool's 32-bit words, in place: no shape arrays, and no
 // int64 → double conversion or `%` (a slow fmod on doubles) unless two sizes differ and the
 // smaller is not 1. ne[i] is the int64 at words 2·i (low) and 2·i + 1 (high) from _neIndex().
-const wide = (lo: number, hi: number) => (lo >>> 0) + hi * 4294967296;
 const emptyAt = (v: Int32Array, i: number) =>
   (v[i] === 0 && v[i + 1] === 0) || (v[i + 2] === 0 && v[i + 3] === 0) || (v[i + 4] === 0 && v[i + 5] === 0) || (v[i + 6] === 0 && v[i + 7] === 0);
 /**
@@ -28,7 +27,7 @@ const emptyAt = (v: Int32Array, i: number) =>
 const dividesAt = (a: Int32Array, i: number, b: Int32Array, j: number, k: number) => {
   const lo0 = a[i + k], hi0 = a[i + k + 1], lo1 = b[j + k], hi1 = b[j + k + 1];
   if (lo0 === 0 && hi0 === 0) return false;
-  return (lo0 === lo1 && hi0 === hi1) || (lo0 === 1 && hi0 === 0) || wide(lo1, hi1) % wide(lo0, hi0) === 0;
+  return (lo0 === lo1 && hi0 === hi1) || (lo0 === 1 && hi0 === 0) || i64At(b, (j + k) << 2) % i64At(a, (i + k) << 2) === 0;
 };
 const sameShape = (x: Tensor, y: Tensor) => {
   const a = x._pool32(), i = x._neIndex(), b = y._pool32(), j = y._neIndex();

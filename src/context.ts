@@ -188,7 +188,6 @@ export class Context extends Ops {
   readonly #handles: WspGgml["handles"];
   /** `sizeof(struct wsp_ggml_object)`. */
   readonly #objectSize: number;
-  /** One Tensor object per native tensor, keyed by its offset in the pool (a small integer, cheaper to hash than an address). */
   /**
    * One Tensor object per native tensor, in pool order. ggml appends objects
    * to the pool, so a new tensor comes last (an append, cheaper than a Map
@@ -460,7 +459,7 @@ export class Context extends Ops {
 
   /** @internal Wraps the result of an op that ran directly; records the contexts of its operands. */
   protected override _adopt(op: string, h: Handle, a?: Tensor | null, b?: Tensor | null, c?: Tensor | null, d?: Tensor | null, e?: Tensor | null, f?: Tensor | null, g?: Tensor | null, i?: Tensor | null): Tensor {
-    const ptr = typeof h === "number" ? h : addressOf(h);
+    const ptr = addressOf(h);
     if (ptr === 0) throw new GgmlError("ARGUMENT", `${op} returned NULL`);
     if (a && a.context !== this) this._depend(a.context);
     if (b && b.context !== this) this._depend(b.context);

@@ -12,7 +12,7 @@
  */
 import { DENO_TYPES } from "./native_types.ts";
 import { isInt64, isPointer, missing, missingReason, toInt64, toPointer } from "./common.ts";
-import { acceptBigInts, numDef } from "./num_abi.ts";
+import { acceptBigInts, isWide, numDef } from "./num_abi.ts";
 import type {
   CallbackOptions,
   FfiAdapter,
@@ -144,7 +144,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
       symbols[name] = acceptBigInts(f, def.args);
       handles[name] = f; // numbers only: no bigint check in the way of the fast call
     } else {
-      const wide = def.args.map((t) => isPointer(t) || isInt64(t));
+      const wide = def.args.map(isWide);
       symbols[name] = fastCall(f, wide, norm);
       handles[name] = isPointer(def.result) ? fastCall(f, wide) : symbols[name]; // the result as Deno returned it
     }

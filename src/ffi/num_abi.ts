@@ -18,11 +18,12 @@
  *
  * @module
  */
+import { isInt64, isPointer } from "./common.ts";
 import type { FfiSignature, FfiType, FunctionDef } from "./types.ts";
 
 /** Whether values of `type` cross the number ABI as a double (pointers and 64-bit integers). */
 export function isWide(type: FfiType): boolean {
-  return type === "pointer" || type === "function" || type === "i64" || type === "u64" || type === "isize" || type === "usize";
+  return isPointer(type) || isInt64(type);
 }
 
 /** The signature of a function's number-ABI wrapper: every pointer and 64-bit integer as `f64`. */
@@ -66,7 +67,7 @@ function int53(v: unknown): unknown {
  * closure per arity keeps the call monomorphic.
  */
 export function acceptBigInts(f: (...a: unknown[]) => unknown, args: readonly FfiType[]): (...a: unknown[]) => unknown {
-  const ints = args.map((t) => t === "i64" || t === "u64" || t === "isize" || t === "usize");
+  const ints = args.map(isInt64);
   if (!ints.includes(true)) return f;
   const [i0, i1, i2, i3, i4, i5] = ints;
   const c = (on: boolean | undefined, v: unknown) => (on ? int53(v) : v);
