@@ -11,7 +11,7 @@
  * @module
  */
 import { DENO_TYPES } from "./native_types.ts";
-import { isInt64, isPointer, missing, missingReason, toInt64, toPointer } from "./common.ts";
+import { convertArgs, isInt64, isPointer, missing, missingReason, toInt64, toPointer } from "./common.ts";
 import { acceptBigInts, isWide, numDef } from "./num_abi.ts";
 import type {
   CallbackOptions,
@@ -65,31 +65,10 @@ const big = (v: unknown) => (typeof v !== "number" ? v : v >= 0 && v < SMALL.len
  * bigints only: a number falls back to the slow path, about 10× slower
  * (~145 ns instead of ~15 ns per call on this project's machine), so these
  * (`wide`) arguments are converted; `norm` turns bigint results into
- * numbers where they fit. One closure per arity keeps the call monomorphic
- * (a rest parameter costs ~15 ns).
+ * numbers where they fit.
  */
 function fastCall(f: (...a: unknown[]) => unknown, wide: boolean[], norm?: (v: number | bigint) => unknown): (...a: unknown[]) => unknown {
-  const n = (norm ?? ((v: unknown) => v)) as (v: unknown) => unknown;
-  if (!norm && !wide.includes(true)) return f;
-  const [w0, w1, w2, w3, w4, w5] = wide;
-  switch (wide.length) {
-    case 0:
-      return () => n(f());
-    case 1:
-      return (a) => n(f(w0 ? big(a) : a));
-    case 2:
-      return (a, b) => n(f(w0 ? big(a) : a, w1 ? big(b) : b));
-    case 3:
-      return (a, b, c) => n(f(w0 ? big(a) : a, w1 ? big(b) : b, w2 ? big(c) : c));
-    case 4:
-      return (a, b, c, d) => n(f(w0 ? big(a) : a, w1 ? big(b) : b, w2 ? big(c) : c, w3 ? big(d) : d));
-    case 5:
-      return (a, b, c, d, e) => n(f(w0 ? big(a) : a, w1 ? big(b) : b, w2 ? big(c) : c, w3 ? big(d) : d, w4 ? big(e) : e));
-    case 6:
-      return (a, b, c, d, e, g) => n(f(w0 ? big(a) : a, w1 ? big(b) : b, w2 ? big(c) : c, w3 ? big(d) : d, w4 ? big(e) : e, w5 ? big(g) : g));
-    default:
-      return (...a) => n(f(...a.map((v, i) => (wide[i] ? big(v) : v))));
-  }
+  return convertArgs(f, wide, big, norm);
 }
 
 /** Non-blocking calls running on another thread. */

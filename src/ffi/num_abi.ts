@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { isInt64, isPointer } from "./common.ts";
+import { convertArgs, isInt64, isPointer } from "./common.ts";
 import type { FfiSignature, FfiType, FunctionDef } from "./types.ts";
 
 /** Whether values of `type` cross the number ABI as a double (pointers and 64-bit integers). */
@@ -63,28 +63,8 @@ function int53(v: unknown): unknown {
 /**
  * `f` (a bound number-ABI wrapper) accepting bigints for its 64-bit integer
  * arguments, as every binding does (the API's convention: `number | bigint`).
- * Functions with no 64-bit integer argument are returned as they are; one
- * closure per arity keeps the call monomorphic.
+ * Functions with no 64-bit integer argument are returned as they are.
  */
 export function acceptBigInts(f: (...a: unknown[]) => unknown, args: readonly FfiType[]): (...a: unknown[]) => unknown {
-  const ints = args.map(isInt64);
-  if (!ints.includes(true)) return f;
-  const [i0, i1, i2, i3, i4, i5] = ints;
-  const c = (on: boolean | undefined, v: unknown) => (on ? int53(v) : v);
-  switch (args.length) {
-    case 1:
-      return (a) => f(c(i0, a));
-    case 2:
-      return (a, b) => f(c(i0, a), c(i1, b));
-    case 3:
-      return (a, b, d) => f(c(i0, a), c(i1, b), c(i2, d));
-    case 4:
-      return (a, b, d, e) => f(c(i0, a), c(i1, b), c(i2, d), c(i3, e));
-    case 5:
-      return (a, b, d, e, g) => f(c(i0, a), c(i1, b), c(i2, d), c(i3, e), c(i4, g));
-    case 6:
-      return (a, b, d, e, g, h) => f(c(i0, a), c(i1, b), c(i2, d), c(i3, e), c(i4, g), c(i5, h));
-    default:
-      return (...a) => f(...a.map((v, i) => (ints[i] ? int53(v) : v)));
-  }
+  return convertArgs(f, args.map(isInt64), int53);
 }
