@@ -148,6 +148,7 @@ pub fn build(b: *std.Build) !void {
     const bench_mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true });
     bench_mod.addIncludePath(b.path(vendor));
     bench_mod.addCSourceFile(.{ .file = b.path("bench/driver.c"), .flags = &common_c_flags });
+    bench_mod.addCSourceFile(.{ .file = b.path("bench/work.c"), .flags = &common_c_flags });
     bench_mod.linkLibrary(host.base);
     if (target.result.os.tag == .linux) {
         bench_mod.addRPathSpecial("$ORIGIN/../lib");
@@ -156,6 +157,16 @@ pub fn build(b: *std.Build) !void {
     const bench_exe = b.addExecutable(.{ .name = "wsp-bench", .root_module = bench_mod });
     const bench_step = b.step("bench", "Build the C benchmark driver (bench/driver.c) into zig-out/bin/");
     bench_step.dependOn(&b.addInstallArtifact(bench_exe, .{}).step);
+    // The same timed work as a library the TS cases load, to time C beside the binding in one
+    // process (bench/work.h); in zig-out/bench/ so that nothing takes it for part of the product.
+    const work_mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .pic = true });
+    work_mod.addIncludePath(b.path(vendor));
+    work_mod.addCSourceFile(.{ .file = b.path("bench/work.c"), .flags = &common_c_flags });
+    work_mod.linkLibrary(host.base);
+    if (target.result.os.tag == .linux) work_mod.addRPathSpecial("$ORIGIN/../lib");
+    if (target.result.os.tag.isDarwin()) work_mod.addRPathSpecial("@loader_path/../lib");
+    const work_lib = b.addLibrary(.{ .name = "wsp-bench-work", .linkage = .dynamic, .root_module = work_mod });
+    bench_step.dependOn(&b.addInstallArtifact(work_lib, .{ .dest_dir = .{ .override = .{ .custom = "bench" } } }).step);
     bench_step.dependOn(b.getInstallStep());
 
     // zig build dist / smoke-dist: every release target, cross-compiled from this machine.

@@ -10,7 +10,9 @@
  */
 import process from "node:process";
 import { Context, graphOverheadCustom, loadLibrary, quantize, type Tensor, tensorOverhead, Type } from "../mod.ts";
-import { allocPool, initContext } from "../src/runtime.ts";
+import { allocPool, initContext, runtime } from "../src/runtime.ts";
+import { ffi } from "../src/loader.ts";
+import { benchWork } from "./work.ts";
 
 /** One measured figure, in the JSON shape the C driver prints. */
 export interface Sample {
@@ -64,6 +66,34 @@ export function measure(bench: string, label: string, n: number, reps: number, o
   const samples: number[] = [];
   for (let r = 0; r < reps; r++) samples.push(once(n) / n);
   return { bench, label, side, variant: loadLibrary().cpuVariant, n, reps, median_ns: median(samples), min_ns: Math.min(...samples), extra, samples_ns: samples };
+}
+
+/** One side of {@linkcode measureInTurn}: a label and its timed work (as in {@linkcode measure}). */
+export interface Turn {
+  readonly label: string;
+  readonly once: (n: number) => number;
+}
+
+/**
+ * {@linkcode measure} for several ways of doing the same work in one
+ * process, sampled in turn (the first side moving each round), so that
+ * the machine's moods land on every side alike and their ratio is a
+ * within-process comparison. `n` shrinks to fit the slowest side's warm-up
+ * into `budgetNs`; every side then runs the same `n`.
+ */
+export function measureInTurn(bench: string, turns: readonly Turn[], n: number, reps: number, budgetNs = 25e6, warmNs = 0): Sample[] {
+  const warm = Math.max(...turns.map((t) => t.once(n)));
+  if (warm > budgetNs && n > 1) n = Math.max(1, Math.round((n * budgetNs) / warm));
+  for (const w0 = nowNs(); nowNs() - w0 < warmNs;) for (const t of turns) t.once(n);
+  const samples = turns.map(() => [] as number[]);
+  for (let r = 0; r < reps; r++) {
+    for (let k = 0; k < turns.length; k++) {
+      const i = (r + k) % turns.length;
+      samples[i].push(turns[i].once(n) / n);
+    }
+  }
+  const variant = loadLibrary().cpuVariant;
+  return turns.map((t, i) => ({ bench, label: t.label, side, variant, n, reps, median_ns: median(samples[i]), min_ns: Math.min(...samples[i]), extra: 0, samples_ns: samples[i] }));
 }
 
 function int(p: Params, key: string, def: number): number {
@@ -244,47 +274,66 @@ export function graph(p: Params): Sample[] {
   const layers = int(p, "layers", 334), hidden = int(p, "hidden", 64), batch = int(p, "batch", 32);
   const n = int(p, "n", 20), reps = int(p, "reps", 15), warmNs = int(p, "warm_ms", 500) * 1e6;
   const memSize = (5 * layers + 8) * tensorOverhead() + graphOverheadCustom(GRAPH_SIZE, false);
-  let nodes = 0;
-  const api = measure("graph", "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)", n, reps, (n) => {
-    const t0 = nowNs();
-    for (let i = 0; i < n; i++) {
-      const ctx = new Context({ memSize, noAlloc: true });
-      let h: Tensor = ctx.newTensor2d(Type.F32, hidden, batch);
-      for (let l = 0; l < layers; l++) {
-        const w = ctx.newTensor2d(Type.F32, hidden, hidden);
-        const bias = ctx.newTensor1d(Type.F32, hidden);
-        h = ctx.relu(ctx.add(ctx.mulMat(w, h), bias));
+  const nodes = { api: 0, raw: 0, c: 0 };
+  const api: Turn = {
+    label: "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)",
+    once: (n) => {
+      const t0 = nowNs();
+      for (let i = 0; i < n; i++) {
+        const ctx = new Context({ memSize, noAlloc: true });
+        let h: Tensor = ctx.newTensor2d(Type.F32, hidden, batch);
+        for (let l = 0; l < layers; l++) {
+          const w = ctx.newTensor2d(Type.F32, hidden, hidden);
+          const bias = ctx.newTensor1d(Type.F32, hidden);
+          h = ctx.relu(ctx.add(ctx.mulMat(w, h), bias));
+        }
+        const gf = ctx.newGraphCustom(GRAPH_SIZE).buildForwardExpand(h);
+        nodes.api = gf.nNodes;
+        ctx.free();
       }
-      const gf = ctx.newGraphCustom(GRAPH_SIZE).buildForwardExpand(h);
-      nodes = gf.nNodes;
-      ctx.free();
-    }
-    return nowNs() - t0;
-  }, 0, 100e6, warmNs);
+      return nowNs() - t0;
+    },
+  };
   const lib = loadLibrary();
   const s = lib.symbols;
-  let rawNodes = 0;
   // One pool for every graph, as the C driver reuses one buffer (and the API recycles freed pools).
   const pool = allocPool(memSize);
-  const raw = measure("graph", "raw symbols", n, reps, (n) => {
-    const t0 = nowNs();
-    for (let i = 0; i < n; i++) {
-      const ctx = initContext(lib, pool.base, memSize, true);
-      let h = s.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, batch);
-      for (let l = 0; l < layers; l++) {
-        const w = s.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, hidden);
-        const bias = s.wsp_ggml_new_tensor_1d(ctx, Type.F32, hidden);
-        h = s.wsp_ggml_relu(ctx, s.wsp_ggml_add(ctx, s.wsp_ggml_mul_mat(ctx, w, h), bias));
+  const raw: Turn = {
+    label: "raw symbols",
+    once: (n) => {
+      const t0 = nowNs();
+      for (let i = 0; i < n; i++) {
+        const ctx = initContext(lib, pool.base, memSize, true);
+        let h = s.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, batch);
+        for (let l = 0; l < layers; l++) {
+          const w = s.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, hidden);
+          const bias = s.wsp_ggml_new_tensor_1d(ctx, Type.F32, hidden);
+          h = s.wsp_ggml_relu(ctx, s.wsp_ggml_add(ctx, s.wsp_ggml_mul_mat(ctx, w, h), bias));
+        }
+        const gf = s.wsp_ggml_new_graph_custom(ctx, GRAPH_SIZE, false);
+        s.wsp_ggml_build_forward_expand(gf, h);
+        nodes.raw = s.wsp_ggml_graph_n_nodes(gf);
+        s.wsp_ggml_free(ctx);
       }
-      const gf = s.wsp_ggml_new_graph_custom(ctx, GRAPH_SIZE, false);
-      s.wsp_ggml_build_forward_expand(gf, h);
-      rawNodes = s.wsp_ggml_graph_n_nodes(gf);
-      s.wsp_ggml_free(ctx);
-    }
-    return nowNs() - t0;
-  }, 0, 100e6, warmNs);
+      return nowNs() - t0;
+    },
+  };
+  // C's own loop (bench/work.c, the driver's code) in this process, over its own malloc'd buffer.
+  const w = benchWork();
+  const cBuf = w.wsp_bench_alloc(w.wsp_bench_graph_mem(layers));
+  const cNodes = new Int32Array(1);
+  const c: Turn = {
+    label: "C in this process (bench/work.c)",
+    once: (n) => {
+      const dt = w.wsp_bench_graphs(layers, hidden, batch, n, cBuf, ffi.addressOf(cNodes)) * n;
+      nodes.c = cNodes[0];
+      return dt;
+    },
+  };
+  const [a, r, cc] = measureInTurn("graph", [api, raw, c], n, reps, 100e6, warmNs);
+  w.wsp_bench_free(cBuf);
   sink += pool.buffer.byteLength; // the pool stays reachable until every context over it is gone
-  return [{ ...api, extra: nodes }, { ...raw, extra: rawNodes }];
+  return [{ ...a, extra: nodes.api }, { ...r, extra: nodes.raw }, { ...cc, extra: nodes.c }];
 }
 
 // ---- compute ----------------------------------------------------------------------------------
@@ -314,13 +363,31 @@ export function matmul(p: Params): Sample[] {
   let check = 0;
   // Warmed up for warm_ms of the same compute, as bench/driver.c and the peer are: on this VM a young
   // process's compute threads often share one vCPU, and 500 ms was measured to be too short for that to pass.
-  const r = measure("matmul", `matmul ${tname} ${size}`, 1, reps, () => {
-    const t0 = nowNs();
-    gf.compute({ nThreads: threads });
-    return nowNs() - t0;
-  }, 0, 25e6, int(p, "warm_ms", 2000) * 1e6);
+  const binding: Turn = {
+    label: `matmul ${tname} ${size}`,
+    once: () => {
+      const t0 = nowNs();
+      gf.compute({ nThreads: threads });
+      return nowNs() - t0;
+    },
+  };
+  // The same compute of the same graph on the same backend, timed by C (bench/work.c) in turn with
+  // the binding's: the C driver's process is another process, whose speed differs by chance.
+  const w = benchWork();
+  const rt = runtime();
+  const inC: Turn = {
+    label: `matmul ${tname} ${size} C in this process (bench/work.c)`,
+    once: () => {
+      const backend = rt.cpuBackend();
+      rt.lib.symbols.wsp_ggml_backend_cpu_set_n_threads(backend, threads);
+      const dt = w.wsp_bench_compute(backend, gf.pointer);
+      if (dt < 0) throw new Error("wsp_bench_compute: compute failed");
+      return dt;
+    },
+  };
+  const [r, rc] = measureInTurn("matmul", [binding, inC], 1, reps, 25e6, int(p, "warm_ms", 2000) * 1e6);
   for (let i = 0; i < 16; i++) check += out[i];
-  return [{ ...r, extra: check }];
+  return [{ ...r, extra: check }, { ...rc, extra: check }];
 }
 
 // ---- data movement ----------------------------------------------------------------------------

@@ -35,6 +35,7 @@
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-opt.h"
+#include "work.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -68,9 +69,7 @@ static const char * param_str(const char * key, const char * def) {
 }
 
 static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+    return wsp_bench_now_ns();
 }
 
 static int cmp_double(const void * a, const void * b) {
@@ -204,39 +203,21 @@ static void bench_shape(void) {
 
 // ---- graph construction -----------------------------------------------------------------------
 
-enum { GRAPH_SIZE = 2048 };
-
 static void bench_graph(void) {
     int layers = (int) param("layers", 334), hidden = (int) param("hidden", 64), batch = (int) param("batch", 32);
     long long n = param("n", 20);
     int reps = clamp_reps(param("reps", 15));
-    size_t mem = (size_t) (5 * layers + 8) * wsp_ggml_tensor_overhead() + wsp_ggml_graph_overhead_custom(GRAPH_SIZE, false);
     double samples[MAX_SAMPLES];
     int nodes = 0;
     // One buffer for every graph's context, as llama.cpp keeps buf_compute_meta (and as the API
     // recycles a freed pool): a fresh malloc of this size is mmap'd and page-faulted in on some
     // iterations and not others, which made this reference swing between ~120 and ~215 µs.
-    void * buf = malloc(mem);
+    void * buf = malloc(wsp_bench_graph_mem(layers));
     if (buf == NULL) return;
     double w0 = now_ns();
     for (int r = -1; r < reps; r++) {
-        double t0 = now_ns();
-        for (long long i = 0; i < n; i++) {
-            struct wsp_ggml_init_params params = { .mem_size = mem, .mem_buffer = buf, .no_alloc = true };
-            struct wsp_ggml_context * ctx = wsp_ggml_init(params);
-            struct wsp_ggml_tensor * h = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, hidden, batch);
-            for (int l = 0; l < layers; l++) {
-                struct wsp_ggml_tensor * w = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, hidden, hidden);
-                struct wsp_ggml_tensor * bias = wsp_ggml_new_tensor_1d(ctx, WSP_GGML_TYPE_F32, hidden);
-                h = wsp_ggml_relu(ctx, wsp_ggml_add(ctx, wsp_ggml_mul_mat(ctx, w, h), bias));
-            }
-            struct wsp_ggml_cgraph * gf = wsp_ggml_new_graph_custom(ctx, GRAPH_SIZE, false);
-            wsp_ggml_build_forward_expand(gf, h);
-            nodes = wsp_ggml_graph_n_nodes(gf);
-            wsp_ggml_free(ctx);
-        }
-        double dt = now_ns() - t0;
-        if (r >= 0) samples[r] = dt / n;
+        double dt = wsp_bench_graphs(layers, hidden, batch, n, buf, &nodes);
+        if (r >= 0) samples[r] = dt;
         else if (!warmed_up(w0, 500)) r--; // the same time-based warm-up as the TS side's
     }
     free(buf);
@@ -289,12 +270,11 @@ static void bench_matmul(void) {
     double samples[MAX_SAMPLES];
     double w0 = now_ns();
     for (int r = -1; r < reps; r++) {
-        double t0 = now_ns();
-        if (wsp_ggml_backend_graph_compute(backend, gf) != WSP_GGML_STATUS_SUCCESS) {
+        double dt = wsp_bench_compute(backend, gf);
+        if (dt < 0) {
             fprintf(stderr, "compute failed\n");
             exit(2);
         }
-        double dt = now_ns() - t0;
         if (r >= 0) samples[r] = dt;
         else if (!warmed_up(w0, 2000)) r--; // still warming up: this was not a sample either
     }
