@@ -109,15 +109,21 @@ export class Tensor {
   readonly context: Context;
   /** @internal The struct's byte offset in the context's pool. */
   readonly _off: number;
+  /**
+   * @internal The context's Tensor made before this one (`Context._wrap`'s
+   * chain; it keeps those small objects reachable, as the context does).
+   */
+  readonly _prev: Tensor | undefined;
 
   // The address is not stored: on V8 (Deno, Node) a field holding an address (above 2^31)
   // keeps a boxed number, one more allocation per tensor, while base + offset computed where
   // it is passed to a call stays an unboxed double.
 
   /** @internal Tensors come from a {@linkcode Context}; this is not a public constructor. */
-  constructor(context: Context, offset: number) {
+  constructor(context: Context, offset: number, prev: Tensor | undefined) {
     this.context = context;
     this._off = offset;
+    this._prev = prev;
   }
 
   /** @internal The native address of the struct. */

@@ -214,6 +214,30 @@ describe("Context", () => {
     a.name = "é".repeat(40);
     assert.equal(a.name, "é".repeat(31), "never cut inside a character");
   });
+
+  test("one Tensor object per native tensor, whatever order they are first seen in", () => {
+    using ctx = new Context({ memSize: MiB, noAlloc: true });
+    const s = loadLibrary().symbols;
+    const a = ctx.newTensor1d(Type.F32, 4);
+    const b = ctx.newTensor1d(Type.F32, 5);
+    // Made natively between API tensors: first seen by the lookups below, behind tensors made later.
+    const native = s.wsp_ggml_new_tensor_1d(ctx.pointer, Type.F32, 6);
+    const c = ctx.newTensor1d(Type.F32, 7);
+    const d = ctx.add(c, c);
+    const first = [...ctx.tensors()];
+    assert.equal(first.length, 5);
+    assert.deepEqual(first.map((t) => t.ne(0)), [4, 5, 6, 7, 7]);
+    assert.ok(first[0] === a && first[1] === b && first[3] === c && first[4] === d, "the API's tensors are found, not wrapped again");
+    assert.equal(first[2].pointer, native);
+    // Tensors made after the lookups join the same index; every lookup returns the same objects.
+    const e = ctx.mul(first[2], first[2]);
+    const second = [...ctx.tensors()];
+    assert.equal(second.length, 6);
+    second.slice(0, 5).forEach((t, i) => assert.equal(t, first[i], `tensor ${i}`));
+    assert.equal(second[5], e);
+    assert.equal(e.src[0], first[2], "a source resolves to the same object");
+    assert.equal(d.src[1], c);
+  });
 });
 
 describe("Tensor", () => {
