@@ -10,7 +10,7 @@
 import { layouts, MAX_DIMS, Op, ROPE_TYPE_MROPE, ScaleMode, TensorFlag, Type } from "./bindings.gen.ts";
 import { ArgumentError, BoundsError, GgmlTypeError, ShapeError, UnsupportedOpError } from "./errors.ts";
 import type { OpChecks } from "./ops.gen.ts";
-import { runtime } from "./runtime.ts";
+import { runtime, type TypeTraits } from "./runtime.ts";
 import { i64At, type Tensor } from "./tensor.ts";
 
 // ---- predicates, as ggml.c defines them ----
@@ -18,6 +18,8 @@ import { i64At, type Tensor } from "./tensor.ts";
 // The hot predicates compare ne[] as the pool's 32-bit words, in place: no shape arrays, and no
 // int64 → double conversion or `%` (a slow fmod on doubles) unless two sizes differ and the
 // smaller is not 1. ne[i] is the int64 at words 2·i (low) and 2·i + 1 (high) from _neIndex().
+// They read `context._w` without the liveness check of `_pool32()`: every op checks its operands'
+// contexts (`_live`, `_operand`, `_use`) before its preconditions.
 const emptyAt = (v: Int32Array, i: number) =>
   (v[i] === 0 && v[i + 1] === 0) || (v[i + 2] === 0 && v[i + 3] === 0) || (v[i + 4] === 0 && v[i + 5] === 0) || (v[i + 6] === 0 && v[i + 7] === 0);
 /**
@@ -30,18 +32,18 @@ const dividesAt = (a: Int32Array, i: number, b: Int32Array, j: number, k: number
   return (lo0 === lo1 && hi0 === hi1) || (lo0 === 1 && hi0 === 0) || i64At(b, (j + k) << 2) % i64At(a, (i + k) << 2) === 0;
 };
 const sameShape = (x: Tensor, y: Tensor) => {
-  const a = x._pool32(), i = x._neIndex(), b = y._pool32(), j = y._neIndex();
+  const a = x.context._w, i = x._neIndex(), b = y.context._w, j = y._neIndex();
   for (let k = 0; k < 8; k++) if (a[i + k] !== b[j + k]) return false;
   return true;
 };
 /** `wsp_ggml_can_repeat(t0, t1)`: t0 can be broadcast to t1. */
 const canRepeat = (t0: Tensor, t1: Tensor) => {
-  const a = t0._pool32(), i = t0._neIndex(), b = t1._pool32(), j = t1._neIndex();
+  const a = t0.context._w, i = t0._neIndex(), b = t1.context._w, j = t1._neIndex();
   if (emptyAt(a, i)) return emptyAt(b, j);
   return dividesAt(a, i, b, j, 0) && dividesAt(a, i, b, j, 2) && dividesAt(a, i, b, j, 4) && dividesAt(a, i, b, j, 6);
 };
 const canMulMat = (t0: Tensor, t1: Tensor) => {
-  const a = t0._pool32(), i = t0._neIndex(), b = t1._pool32(), j = t1._neIndex();
+  const a = t0.context._w, i = t0._neIndex(), b = t1.context._w, j = t1._neIndex();
   return a[i] === b[j] && a[i + 1] === b[j + 1] && dividesAt(a, i, b, j, 4) && dividesAt(a, i, b, j, 6);
 };
 const isEmpty = (t: Tensor) => t._ne(0) === 0 || t._ne(1) === 0 || t._ne(2) === 0 || t._ne(3) === 0;
@@ -59,6 +61,9 @@ const rowsContiguous = (t: Tensor) => t.ne(0) === t.traits.blckSize || t.nb(0) =
 
 // ---- failures ----
 
+/** runtime().traits, fetched once by the hot checks. */
+let TRAITS: readonly (TypeTraits | undefined)[] | undefined;
+
 function need(cond: boolean, op: string, message: string | (() => string), kind: "shape" | "type" | "bounds" | "arg" = "shape"): void {
   if (cond) return;
   // Messages are built only on failure: describing tensors costs more than the check.
@@ -71,10 +76,10 @@ const typeName = (type: number) => runtime().types.get(type)?.name ?? String(typ
 
 // On the hot paths the failure closure is made only on failure (`cond || need(...)`): one less allocation per op.
 function contiguous(op: string, t: Tensor, what = "the operand"): void {
-  if (!t.isContiguous) need(false, op, () => `${what} ${d(t)} must be contiguous (use ctx.cont())`);
+  if (!t._contiguousN(0)) need(false, op, () => `${what} ${d(t)} must be contiguous (use ctx.cont())`);
 }
 function contiguous1(op: string, t: Tensor, what = "the operand"): void {
-  if (!t.isContiguousN(1)) need(false, op, () => `${what} ${d(t)} must be contiguous above its rows (use ctx.cont())`);
+  if (!t._contiguousN(1)) need(false, op, () => `${what} ${d(t)} must be contiguous above its rows (use ctx.cont())`);
 }
 function typeIn(op: string, t: Tensor, types: readonly number[], what = "the operand"): void {
   need(types.includes(t.type), op, () => `${what} ${d(t)} must be ${types.map(typeName).join(" or ")}`, "type");
@@ -96,7 +101,7 @@ function nonNegative(op: string, name: string, v: number): void {
  * here, anything else gets the full check and its message.
  */
 function checkNewTensorNd(op: string, type: number, ne0: number, ne1 = 1, ne2 = 1, ne3 = 1, dims = 1): void {
-  const traits = runtime().traits[type];
+  const traits = (TRAITS ??= runtime().traits)[type];
   if (traits !== undefined && ne0 >= 0 && ne1 >= 0 && ne2 >= 0 && ne3 >= 0 && Number.isSafeInteger(ne0) && Number.isSafeInteger(ne1) &&
     Number.isSafeInteger(ne2) && Number.isSafeInteger(ne3) && ne0 % traits.blckSize === 0 &&
     Number.isSafeInteger((ne0 / traits.blckSize) * traits.typeSize * ne1 * ne2 * ne3)) return;
@@ -150,7 +155,7 @@ function checkIm2col(op: string, a: Tensor, b: Tensor, s0: number, s1: number, p
 
 function checkMulMat(op: string, a: Tensor, b: Tensor): void {
   if (!canMulMat(a, b)) need(false, op, () => `cannot multiply ${d(a)} by ${d(b)}: ne0 must match and b's ne2, ne3 must be multiples of a's`);
-  if (a.isTransposed) need(false, op, () => `the first operand ${d(a)} must not be transposed (use ctx.cont())`);
+  if (a._transposed()) need(false, op, () => `the first operand ${d(a)} must not be transposed (use ctx.cont())`);
 }
 
 function checkRope(op: string, a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number): void {

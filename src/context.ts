@@ -184,7 +184,12 @@ const pad = (n: number, align: number) => Math.ceil(n / align) * align;
 export class Context extends Ops {
   readonly #state: State;
   #view: DataView;
-  #words: Int32Array;
+  /**
+   * @internal The pool as little-endian 32-bit words, unchecked (empty once
+   * freed): for the ops' checks, which run after `_live`/`_operand` found
+   * every operand's context alive. Anything else goes through {@linkcode _words}.
+   */
+  _w: Int32Array;
   readonly #base: number;
   readonly #noAlloc: boolean;
   readonly #h: Handle;
@@ -247,7 +252,7 @@ export class Context extends Ops {
     this.#state = { ptr, buffer: pool.buffer, memSize, noAlloc, exposed: false };
     this.#view = pool.view;
     // Tensor fields are read as 32-bit words: typed-array reads are several times faster than DataView's on Bun.
-    this.#words = new Int32Array(pool.buffer, pool.view.byteOffset, memSize >> 2);
+    this._w = new Int32Array(pool.buffer, pool.view.byteOffset, memSize >> 2);
     this.#base = pool.base;
     this.#noAlloc = noAlloc;
     stats.contexts++;
@@ -315,7 +320,7 @@ export class Context extends Ops {
     this.#lastDep = undefined;
     release(this.#state, true);
     this.#view = new DataView(new ArrayBuffer(0));
-    this.#words = new Int32Array(0);
+    this._w = new Int32Array(0);
   }
 
   /** Frees the context (`using ctx = new Context(…)`). */
@@ -342,7 +347,7 @@ export class Context extends Ops {
   /** @internal The pool as little-endian 32-bit words, or {@linkcode UseAfterFreeError} once freed. */
   _words(what: string): Int32Array {
     if (this.#state.ptr === 0) throw new UseAfterFreeError(`${what}: its context was freed`);
-    return this.#words;
+    return this._w;
   }
 
   /** @internal The native address of the pool's first byte. */

@@ -17,6 +17,9 @@ const NE = F.ne.offset, NB = F.nb.offset;
 // The same offsets in 32-bit words (the struct is 8-byte aligned in the pool).
 const NE_W = NE >> 2, NB_W = NB >> 2, TYPE_W = F.type.offset >> 2;
 
+/** runtime().traits, fetched once by the hot checks. */
+let TRAITS: readonly (TypeTraits | undefined)[] | undefined;
+
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
@@ -177,12 +180,7 @@ export class Tensor {
     return i64At(this.#words(), this._off + NE + 8 * i);
   }
 
-  /** @internal The pool as 32-bit words (throws once the context is freed): with {@linkcode _neIndex}, ne[] read in place. */
-  _pool32(): Int32Array {
-    return this.#words();
-  }
-
-  /** @internal The word index of ne[0] in {@linkcode _pool32} (ne[i] is the int64 at 2·i, 2·i + 1 words on). */
+  /** @internal The word index of ne[0] in `context._w` (ne[i] is the int64 at 2·i, 2·i + 1 words on). */
   _neIndex(): number {
     return (this._off >> 2) + NE_W;
   }
@@ -314,11 +312,41 @@ export class Tensor {
    * `n = 1` lets rows be strided, as unary ops accept).
    */
   isContiguousN(n: number): boolean {
-    // Reads the words directly, fetching the pool once (not through the type and traits getters):
-    // unary ops check this on every call. i64At's formula is written out: through the call this
-    // measured ~1.4x slower, on Deno and on Bun alike (an A/B in one process).
-    const v = this.#words(), w = this._off >> 2;
-    const traits = runtime().traits[v[w + TYPE_W]]!;
+    this.#words();
+    return this._contiguousN(n);
+  }
+
+  /**
+   * @internal {@linkcode isContiguousN} without the liveness check, for the
+   * ops' checks (their operands were found live). Unary ops check this on
+   * every call, so it reads the words in place: as 32-bit integers when
+   * every ne and nb is below 2^31 (about twice as fast as doubles, in a
+   * loop on Deno and Bun), else as doubles with i64At's formula written
+   * out (through the call, ~1.4x slower).
+   */
+  _contiguousN(n: number): boolean {
+    const v = this.context._w, w = this._off >> 2;
+    const traits = (TRAITS ??= runtime().traits)[v[w + TYPE_W]]!;
+    const e = w + NE_W, b = w + NB_W;
+    if ((v[e + 1] | v[e + 3] | v[e + 5] | v[e + 7] | v[b + 1] | v[b + 3] | v[b + 5] | v[b + 7]) === 0 &&
+      (v[e] | v[e + 2] | v[e + 4] | v[e + 6] | v[b] | v[b + 2] | v[b + 4] | v[b + 6]) >= 0) {
+      const blck = traits.blckSize, ne0 = v[e];
+      let next = traits.typeSize;
+      if (ne0 !== blck && v[b] !== next) return false;
+      next *= ne0 / blck;
+      for (let i = 1; i < MAX_DIMS; i++) {
+        const ne = v[e + 2 * i];
+        if (ne === 1) continue;
+        const nb = v[b + 2 * i];
+        if (i > n) {
+          if (nb !== next) return false;
+          next *= ne;
+        } else {
+          next = ne * nb;
+        }
+      }
+      return true;
+    }
     const blck = traits.blckSize;
     const ne0 = (v[w + NE_W] >>> 0) + v[w + NE_W + 1] * 4294967296;
     let next = traits.typeSize;
@@ -340,7 +368,14 @@ export class Tensor {
 
   /** Whether dimensions 0 and 1 are swapped in memory (`wsp_ggml_is_transposed`). */
   get isTransposed(): boolean {
-    const v = this.#words();
+    this.#words();
+    return this._transposed();
+  }
+
+  /** @internal {@linkcode isTransposed} without the liveness check, for the ops' checks. */
+  _transposed(): boolean {
+    const v = this.context._w, b = (this._off >> 2) + NB_W;
+    if ((v[b + 1] | v[b + 3]) === 0 && (v[b] | v[b + 2]) >= 0) return v[b] > v[b + 2];
     return i64At(v, this._off + NB) > i64At(v, this._off + NB + 8);
   }
 

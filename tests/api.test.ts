@@ -272,6 +272,39 @@ describe("Tensor", () => {
     assert.equal(q.traits.blckSize, 32);
   });
 
+  test("isContiguousN and isTransposed agree with ggml's predicates, sizes below and above 2^31", () => {
+    // Headers only: sizes past 2^31 (ne0, and nb that only fit in 64 bits) take the double path.
+    using ctx = new Context({ memSize: MiB, noAlloc: true });
+    const s = loadLibrary().symbols;
+    const bases = [
+      ctx.newTensor4d(Type.F32, 6, 5, 4, 3),
+      ctx.newTensor2d(Type.Q4_0, 64, 3),
+      ctx.newTensor2d(Type.Q8_0, 32, 5),
+      ctx.newTensor3d(Type.F16, 1, 7, 2),
+      ctx.newTensor2d(Type.F32, 2 ** 31 + 64, 2), // ne0 above 2^31: its low word reads negative
+      ctx.newTensor3d(Type.F32, 2 ** 30, 4, 3), // nb2 = 2^34: a high word
+      ctx.newTensor2d(Type.F32, 8, 0),
+    ];
+    const cases: Tensor[] = [];
+    for (const t of bases) {
+      cases.push(t, ctx.transpose(t), ctx.permute(t, 0, 2, 1, 3), ctx.permute(t, 2, 0, 1, 3), ctx.permute(t, 1, 2, 0, 3));
+      if (t.nelements > 0) cases.push(ctx.view2d(t, t.ne(0), 1, t.nb(1), 0));
+    }
+    const f32 = bases[0];
+    cases.push(ctx.view3d(f32, 6, 2, 4, f32.nb(1) * 2, f32.nb(2), 0), ctx.view2d(f32, 3, 5, f32.nb(1), 0), ctx.view3d(f32, 6, 5, 2, f32.nb(1), f32.nb(2) * 2, 0));
+    let notContiguous = 0;
+    for (const t of cases) {
+      const p = t.pointer;
+      assert.equal(t.isContiguousN(0), s.wsp_ggml_is_contiguous_0(p), `0: ${t.describe()}`);
+      assert.equal(t.isContiguousN(1), s.wsp_ggml_is_contiguous_1(p), `1: ${t.describe()}`);
+      assert.equal(t.isContiguousN(2), s.wsp_ggml_is_contiguous_2(p), `2: ${t.describe()}`);
+      assert.equal(t.isContiguous, s.wsp_ggml_is_contiguous(p), t.describe());
+      assert.equal(t.isTransposed, s.wsp_ggml_is_transposed(p), `transposed: ${t.describe()}`);
+      if (!t.isContiguous) notContiguous++;
+    }
+    assert.ok(notContiguous >= cases.length / 3, `the cases mix layouts (${notContiguous} of ${cases.length} not contiguous)`);
+  });
+
   test("set/get f32, i32, f16 (converted and raw), quantized bytes", () => {
     using ctx = new Context({ memSize: MiB });
     const f = ctx.newTensor1d(Type.F32, 3).set(new Float32Array([1.5, -2, 3]));
