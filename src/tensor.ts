@@ -17,6 +17,30 @@ const NE = F.ne.offset, NB = F.nb.offset;
 // The same offsets in 32-bit words (the struct is 8-byte aligned in the pool).
 const NE_W = NE >> 2, NB_W = NB >> 2, TYPE_W = F.type.offset >> 2;
 
+/**
+ * `wsp_ggml_is_contiguous_n` of a tensor's ne/nb: whether the dimensions
+ * above `n` are dense. Each caller passes the sizes as it read them (32-bit
+ * integers or doubles), and the JIT inlines a copy per call site.
+ */
+function contiguousAbove(n: number, traits: TypeTraits, ne0: number, nb0: number, ne1: number, nb1: number, ne2: number, nb2: number, ne3: number, nb3: number): boolean {
+  let next = traits.typeSize;
+  if (ne0 !== traits.blckSize && nb0 !== next) return false;
+  next *= ne0 / traits.blckSize;
+  if (ne1 !== 1) {
+    if (n < 1) {
+      if (nb1 !== next) return false;
+      next *= ne1;
+    } else next = ne1 * nb1;
+  }
+  if (ne2 !== 1) {
+    if (n < 2) {
+      if (nb2 !== next) return false;
+      next *= ne2;
+    } else next = ne2 * nb2;
+  }
+  return ne3 === 1 || n >= 3 || nb3 === next;
+}
+
 /** runtime().traits, fetched once by the hot checks. */
 let TRAITS: readonly (TypeTraits | undefined)[] | undefined;
 
@@ -321,50 +345,20 @@ export class Tensor {
    * ops' checks (their operands were found live). Unary ops check this on
    * every call, so it reads the words in place: as 32-bit integers when
    * every ne and nb is below 2^31 (about twice as fast as doubles, in a
-   * loop on Deno and Bun), else as doubles with i64At's formula written
-   * out (through the call, ~1.4x slower).
+   * loop on Deno and Bun), else as doubles (i64At).
    */
   _contiguousN(n: number): boolean {
-    const v = this.context._w, w = this._off >> 2;
-    const traits = (TRAITS ??= runtime().traits)[v[w + TYPE_W]]!;
-    const e = w + NE_W, b = w + NB_W;
+    const v = this.context._w, e = (this._off >> 2) + NE_W, b = (this._off >> 2) + NB_W;
+    const traits = (TRAITS ??= runtime().traits)[v[(this._off >> 2) + TYPE_W]]!;
     if ((v[e + 1] | v[e + 3] | v[e + 5] | v[e + 7] | v[b + 1] | v[b + 3] | v[b + 5] | v[b + 7]) === 0 &&
       (v[e] | v[e + 2] | v[e + 4] | v[e + 6] | v[b] | v[b + 2] | v[b + 4] | v[b + 6]) >= 0) {
-      const blck = traits.blckSize, ne0 = v[e];
-      let next = traits.typeSize;
-      if (ne0 !== blck && v[b] !== next) return false;
-      next *= ne0 / blck;
-      for (let i = 1; i < MAX_DIMS; i++) {
-        const ne = v[e + 2 * i];
-        if (ne === 1) continue;
-        const nb = v[b + 2 * i];
-        if (i > n) {
-          if (nb !== next) return false;
-          next *= ne;
-        } else {
-          next = ne * nb;
-        }
-      }
-      return true;
+      return contiguousAbove(n, traits, v[e], v[b], v[e + 2], v[b + 2], v[e + 4], v[b + 4], v[e + 6], v[b + 6]);
     }
-    const blck = traits.blckSize;
-    const ne0 = (v[w + NE_W] >>> 0) + v[w + NE_W + 1] * 4294967296;
-    let next = traits.typeSize;
-    if (ne0 !== blck && (v[w + NB_W] >>> 0) + v[w + NB_W + 1] * 4294967296 !== next) return false;
-    next *= ne0 / blck;
-    for (let i = 1; i < MAX_DIMS; i++) {
-      const ne = (v[w + NE_W + 2 * i] >>> 0) + v[w + NE_W + 2 * i + 1] * 4294967296;
-      if (ne === 1) continue;
-      const nb = (v[w + NB_W + 2 * i] >>> 0) + v[w + NB_W + 2 * i + 1] * 4294967296;
-      if (i > n) {
-        if (nb !== next) return false;
-        next *= ne;
-      } else {
-        next = ne * nb;
-      }
-    }
-    return true;
+    const at = this._off;
+    return contiguousAbove(n, traits, i64At(v, at + NE), i64At(v, at + NB), i64At(v, at + NE + 8), i64At(v, at + NB + 8),
+      i64At(v, at + NE + 16), i64At(v, at + NB + 16), i64At(v, at + NE + 24), i64At(v, at + NB + 24));
   }
+
 
   /** Whether dimensions 0 and 1 are swapped in memory (`wsp_ggml_is_transposed`). */
   get isTransposed(): boolean {
