@@ -11,6 +11,7 @@ import { layouts, MAX_DIMS, Op, ROPE_TYPE_MROPE, ScaleMode, TensorFlag, Type } f
 import { ArgumentError, BoundsError, GgmlTypeError, ShapeError, UnsupportedOpError } from "./errors.ts";
 import type { OpChecks } from "./ops.gen.ts";
 import { runtime, type TypeTraits } from "./runtime.ts";
+import { fastProperties } from "./ffi/common.ts";
 import { i64At, type Tensor } from "./tensor.ts";
 
 // ---- predicates, as ggml.c defines them ----
@@ -252,7 +253,8 @@ export const BACKWARD_OPS: ReadonlySet<number> = new Set([
 ]);
 
 /** The preconditions of every generated op. */
-export const opChecks: OpChecks = {
+// Every op calls through this table: fastProperties keeps its 202 properties out of V8's dictionary mode.
+export const opChecks: OpChecks = fastProperties({
   newTensor1d: (type, ne0) => checkNewTensorNd("newTensor1d", type, ne0, 1, 1, 1, 1),
   newTensor2d: (type, ne0, ne1) => checkNewTensorNd("newTensor2d", type, ne0, ne1, 1, 1, 2),
   newTensor3d: (type, ne0, ne1, ne2) => checkNewTensorNd("newTensor3d", type, ne0, ne1, ne2, 1, 3),
@@ -654,7 +656,7 @@ export const opChecks: OpChecks = {
     typeIn(op, params, [Type.F32], "params");
     need(params.nelements === 2, op, () => `params ${d(params)} must hold 2 values`);
   },
-};
+});
 
 /** `wsp_ggml_conv_1d_dw`: reshape of the input, 1-D im2col, mul_mat with the kernel. */
 function checkConv1dDw(op: string, a: Tensor, b: Tensor, s0: number, p0: number, d0: number): void {

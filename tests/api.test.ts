@@ -2,6 +2,8 @@
 // set/get with conversions, zero-copy views), Graph, ownership.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import process from "node:process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -119,6 +121,19 @@ describe("loader", () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe("function tables", () => {
+  // On V8 an object of a hundred or more properties is a hash table: a lookup per op and per native
+  // call, and nothing the JIT can inline (ffi/common.ts fastProperties). JSC (Bun) has no such mode to probe.
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  test("opChecks and the symbol tables are in V8's fast-properties mode", { skip: g.Bun !== undefined && "JSC" }, () => {
+    const file = join(root, "tests", "programs", "fast_tables.ts");
+    const args = g.Deno !== undefined ? ["run", "-A", "--v8-flags=--allow-natives-syntax", file] : ["--allow-natives-syntax", "--import", "tsx", file];
+    const out = JSON.parse(execFileSync(process.execPath, args, { cwd: root, encoding: "utf8" }));
+    assert.equal(out.control, false, "the probe tells a hash-table object apart");
+    assert.deepEqual(out, { control: false, opChecks: true, symbols: true, handles: true, async: true });
   });
 });
 

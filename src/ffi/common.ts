@@ -35,6 +35,19 @@ export function toInt64(value: number | bigint): number | bigint {
 }
 
 /**
+ * A copy of `entries` that V8 keeps in fast-properties mode. An object of a
+ * hundred or more properties is a hash table on V8 (Deno keeps so the
+ * 202-property `opChecks` literal, and both V8 runtimes the 609-function
+ * symbol tables): each `table.name` load is then a lookup, and the JIT
+ * cannot inline the function it finds. A class's prototype object stays
+ * fast however many properties it gets, so the copy is one. Other engines
+ * do not care.
+ */
+export function fastProperties<T extends object>(entries: T): T {
+  return Object.assign((class {}).prototype as T, entries);
+}
+
+/**
  * `f` with `convert` applied to the arguments at the positions marked in
  * `which`, and `norm` to the result. Returns `f` itself when there is
  * nothing to do. One closure per arity keeps the call monomorphic (a rest

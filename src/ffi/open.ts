@@ -8,6 +8,7 @@
  * @module
  */
 import { functions } from "../bindings.gen.ts";
+import { fastProperties } from "./common.ts";
 import type { FfiAdapter, FunctionTable, NativeLibrary, TableEntry } from "./types.ts";
 
 /** The generated function table. */
@@ -60,9 +61,10 @@ export function openWspGgml(ffi: FfiAdapter, paths: LibraryPaths): WspGgml {
       close: () => {},
     });
   }
-  const symbols = Object.assign({}, ...libs.map((l) => l.symbols));
-  const handles = Object.assign({}, ...libs.map((l) => l.handles));
-  const async = Object.assign({}, ...libs.map((l) => l.async));
+  // Every API call loads its function from these tables: they must not stay hash tables (fastProperties).
+  const symbols = fastProperties(Object.assign({}, ...libs.map((l) => l.symbols)));
+  const handles = fastProperties(Object.assign({}, ...libs.map((l) => l.handles)));
+  const async = fastProperties(Object.assign({}, ...libs.map((l) => l.async)));
   return {
     symbols,
     handles,
