@@ -20,6 +20,7 @@ import { allocPool, initContext, runtime } from "./runtime.ts";
 import { checkData, cpuHandlesTypes, Graph } from "./graph.ts";
 import { Tensor } from "./tensor.ts";
 import { Buffer, BufferType } from "./buffer.ts";
+import { adopt, dispose, type Handle } from "./owned.ts";
 
 const sym = () => runtime().lib.symbols;
 const str = (p: number) => ffi.readCString(p) ?? "";
@@ -360,19 +361,24 @@ export interface CpuBackendOptions {
  * `free()` (or `using`).
  */
 export class Backend {
-  #ptr: number;
+  readonly #h: Handle;
   #busy = false;
-  #flag: AbortFlag | undefined;
+  readonly #flag: AbortFlag | undefined;
   #threadpool: Threadpool | undefined;
+  /** How a threadpool refers to the backends it is attached to: weakly, so that it keeps none of them alive. */
+  readonly #self = new WeakRef(this);
 
   /** @internal */
   constructor(ptr: number) {
-    this.#ptr = ptr;
-    if (this.isCpu) {
-      // Always installed: a compute running off the JS thread is stopped by setting the flag.
-      this.#flag = takeAbortFlag();
-      sym().wsp_ggml_backend_cpu_set_abort_callback(ptr, this.#flag.fn, this.#flag.data);
-    }
+    const s = sym();
+    // Always installed on a CPU backend: a compute running off the JS thread is stopped by setting the flag.
+    const flag = s.wsp_ggml_backend_is_cpu(ptr) ? takeAbortFlag() : undefined;
+    if (flag) s.wsp_ggml_backend_cpu_set_abort_callback(ptr, flag.fn, flag.data);
+    this.#flag = flag;
+    this.#h = adopt(this, "backend", ptr, (p) => {
+      sym().wsp_ggml_backend_free(p);
+      if (flag) giveAbortFlag(flag);
+    });
   }
 
   /** A CPU backend (`wsp_ggml_backend_cpu_init`), with `nThreads` and an optional threadpool. */
@@ -426,13 +432,13 @@ export class Backend {
 
   /** Whether {@linkcode free} was called. */
   get freed(): boolean {
-    return this.#ptr === 0;
+    return this.#h.ptr === 0;
   }
 
   /** @internal The pointer, or a {@linkcode UseAfterFreeError}. */
   _live(what: string): number {
-    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the backend was freed`);
-    return this.#ptr;
+    if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the backend was freed`);
+    return this.#h.ptr;
   }
 
   /** Name (`wsp_ggml_backend_name`). */
@@ -506,10 +512,10 @@ export class Backend {
   setThreadpool(pool: Threadpool | null): this {
     if (!this.isCpu) throw new UnsupportedOpError(`setThreadpool: ${this.name} is not a CPU backend`);
     if (pool !== null && !(pool instanceof Threadpool)) throw new ArgumentError("setThreadpool: expected a Threadpool or null");
-    this.#threadpool?._detach(this);
+    this.#threadpool?._detach(this.#self);
     sym().wsp_ggml_backend_cpu_set_threadpool(this.pointer, pool === null ? 0 : pool._live("setThreadpool"));
     this.#threadpool = pool ?? undefined;
-    pool?._attach(this);
+    pool?._attach(this.#self);
     return this;
   }
 
@@ -530,7 +536,7 @@ export class Backend {
       checkData(what, t); // a view whose source's buffer was freed
     }
     for (const n of graph.nodes()) {
-      if (!supports(type, s.wsp_ggml_backend_supports_op(this.#ptr, n._ptr), n)) {
+      if (!supports(type, s.wsp_ggml_backend_supports_op(this.#h.ptr, n._ptr), n)) {
         throw new UnsupportedOpError(`${what}: ${this.name} does not support ${str(s.wsp_ggml_op_desc(n._ptr))} on ${n.describe()}`);
       }
     }
@@ -547,7 +553,7 @@ export class Backend {
   graphCompute(graph: Graph): this {
     this._live("graphCompute");
     this.#preflight("graphCompute", graph);
-    checkStatus("graphCompute", sym().wsp_ggml_backend_graph_compute(this.#ptr, graph.pointer));
+    checkStatus("graphCompute", sym().wsp_ggml_backend_graph_compute(this.#h.ptr, graph.pointer));
     return this;
   }
 
@@ -579,7 +585,7 @@ export class Backend {
 
   /** @internal The abort flag of a CPU backend. */
   get _flag(): AbortFlag | undefined {
-    return this.#flag;
+    return this.#h.ptr === 0 ? undefined : this.#flag; // a freed backend's flag went back to the pool
   }
 
   /** @internal Marks the backend as computing (asynchronous computes are exclusive). */
@@ -591,13 +597,11 @@ export class Backend {
 
   /** Frees the backend (`wsp_ggml_backend_free`); further use throws. */
   free(): void {
-    if (this.#ptr === 0) return;
+    if (this.#h.ptr === 0) return;
     if (this.#busy) throw new BusyError("free: the backend is computing a graph (await it first)");
-    this.#threadpool?._detach(this);
-    sym().wsp_ggml_backend_free(this.#ptr);
-    this.#ptr = 0;
-    if (this.#flag) giveAbortFlag(this.#flag);
-    this.#flag = undefined;
+    this.#threadpool?._detach(this.#self);
+    this.#threadpool = undefined;
+    dispose(this.#h);
   }
 
   /** Frees the backend (`using`). */
@@ -626,10 +630,11 @@ export interface ThreadpoolOptions {
  * which detaches it from its backends first.
  */
 export class Threadpool {
-  #ptr: number;
+  readonly #h: Handle;
   /** Threads in the pool. */
   readonly nThreads: number;
-  readonly #backends = new Set<Backend>();
+  /** The backends it is attached to (weakly: a backend nothing else refers to is collected). */
+  readonly #backends = new Set<WeakRef<Backend>>();
 
   /** @param options the pool's parameters */
   constructor(options: ThreadpoolOptions) {
@@ -648,16 +653,17 @@ export class Threadpool {
       v.setUint32(L.fields.poll.offset, poll, true);
     }
     if (options.paused !== undefined) v.setUint8(L.fields.paused.offset, options.paused ? 1 : 0);
-    this.#ptr = s.wsp_ggml_threadpool_new(p);
+    const pool = s.wsp_ggml_threadpool_new(p);
     keepAlive(buf);
-    if (this.#ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_threadpool_new failed");
+    if (pool === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_threadpool_new failed");
+    this.#h = adopt(this, "threadpool", pool, (q) => sym().wsp_ggml_threadpool_free(q));
     this.nThreads = n;
   }
 
   /** @internal */
   _live(what: string): number {
-    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the threadpool was freed`);
-    return this.#ptr;
+    if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the threadpool was freed`);
+    return this.#h.ptr;
   }
 
   /** The native `struct wsp_ggml_threadpool *`. */
@@ -676,21 +682,24 @@ export class Threadpool {
   }
 
   /** @internal */
-  _attach(b: Backend): void {
+  _attach(b: WeakRef<Backend>): void {
     this.#backends.add(b);
   }
 
   /** @internal */
-  _detach(b: Backend): void {
+  _detach(b: WeakRef<Backend>): void {
     this.#backends.delete(b);
   }
 
   /** Detaches the pool from its backends and frees it (`wsp_ggml_threadpool_free`). */
   free(): void {
-    if (this.#ptr === 0) return;
-    for (const b of [...this.#backends]) if (!b.freed) b.setThreadpool(null);
-    sym().wsp_ggml_threadpool_free(this.#ptr);
-    this.#ptr = 0;
+    if (this.#h.ptr === 0) return;
+    for (const ref of [...this.#backends]) {
+      const b = ref.deref();
+      if (b && !b.freed) b.setThreadpool(null);
+    }
+    this.#backends.clear();
+    dispose(this.#h);
   }
 
   /** Frees the pool (`using`). */
@@ -705,7 +714,7 @@ export class Threadpool {
  * CPU).
  */
 export class BackendEvent {
-  #ptr: number;
+  readonly #h: Handle;
   /** The device it belongs to. */
   readonly device: Device;
 
@@ -716,14 +725,15 @@ export class BackendEvent {
   constructor(device: Device) {
     if (!(device instanceof Device)) throw new ArgumentError("BackendEvent: expected a Device");
     if (!device.props().caps.events) throw new UnsupportedOpError(`BackendEvent: the ${device.name} device has no events`);
-    this.#ptr = sym().wsp_ggml_backend_event_new(device.pointer);
-    if (this.#ptr === 0) throw new UnsupportedOpError(`BackendEvent: the ${device.name} device could not create an event`);
+    const p = sym().wsp_ggml_backend_event_new(device.pointer);
+    if (p === 0) throw new UnsupportedOpError(`BackendEvent: the ${device.name} device could not create an event`);
+    this.#h = adopt(this, "event", p, (q) => sym().wsp_ggml_backend_event_free(q));
     this.device = device;
   }
 
   #live(what: string): number {
-    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the event was freed`);
-    return this.#ptr;
+    if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the event was freed`);
+    return this.#h.ptr;
   }
 
   /** Records the event in `backend`'s queue (`wsp_ggml_backend_event_record`). */
@@ -743,9 +753,7 @@ export class BackendEvent {
 
   /** Frees the event. */
   free(): void {
-    if (this.#ptr === 0) return;
-    sym().wsp_ggml_backend_event_free(this.#ptr);
-    this.#ptr = 0;
+    dispose(this.#h);
   }
 
   /** Frees the event (`using`). */

@@ -17,6 +17,7 @@ import { Graph } from "./graph.ts";
 import { storageArray, Tensor, type TensorData } from "./tensor.ts";
 import type { Backend } from "./backend.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
+import { adopt, dispose, type Handle } from "./owned.ts";
 
 const sym = () => runtime().lib.symbols;
 
@@ -75,7 +76,13 @@ export function cpuBufferType(): BufferType {
   return new BufferType(sym().wsp_ggml_backend_cpu_buffer_type());
 }
 
-const live = new Map<number, Buffer>();
+/** The buffers this API made, by native pointer (weakly: a buffer nothing refers to is collected). */
+const live = new Map<number, WeakRef<Buffer>>();
+
+function releaseBuffer(ptr: number): void {
+  live.delete(ptr);
+  sym().wsp_ggml_backend_buffer_free(ptr);
+}
 
 /**
  * A block of backend memory (`wsp_ggml_backend_buffer_t`) holding tensors.
@@ -83,24 +90,24 @@ const live = new Map<number, Buffer>();
  * tensors then have no data, and reading them throws.
  */
 export class Buffer {
-  #ptr: number;
+  readonly #h: Handle;
   readonly #contexts = new Set<Context>();
 
   /** @internal */
   constructor(ptr: number) {
-    this.#ptr = ptr;
-    live.set(ptr, this);
+    this.#h = adopt(this, "buffer", ptr, releaseBuffer);
+    live.set(ptr, new WeakRef(this));
   }
 
   /** @internal The buffer object of a native buffer created by this API, if any. */
   static _of(ptr: number): Buffer | undefined {
-    return live.get(ptr);
+    return live.get(ptr)?.deref();
   }
 
   /** @internal */
   _live(what: string): number {
-    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the buffer was freed`);
-    return this.#ptr;
+    if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the buffer was freed`);
+    return this.#h.ptr;
   }
 
   /** The native `wsp_ggml_backend_buffer_t`. */
@@ -110,7 +117,7 @@ export class Buffer {
 
   /** Whether {@linkcode free} was called. */
   get freed(): boolean {
-    return this.#ptr === 0;
+    return this.#h.ptr === 0;
   }
 
   /** Name (`wsp_ggml_backend_buffer_name`). */
@@ -173,9 +180,14 @@ export class Buffer {
     return this;
   }
 
-  /** @internal Records that `ctx`'s tensors live here (their data pointers are cleared when the buffer is freed). */
+  /**
+   * @internal Records that `ctx`'s tensors live here: their data pointers are
+   * cleared when the buffer is freed, and `ctx` keeps the buffer from the
+   * garbage collector.
+   */
   _hold(ctx: Context): void {
     this.#contexts.add(ctx);
+    ctx._keep(this);
   }
 
   /**
@@ -185,9 +197,9 @@ export class Buffer {
    * touching freed memory.
    */
   free(): void {
-    if (this.#ptr === 0) return;
+    const ptr = this.#h.ptr;
+    if (ptr === 0) return;
     for (const ctx of this.#contexts) if (ctx._busy) throw new BusyError("free: tensors in this buffer are being computed asynchronously (await graphComputeAsync first)");
-    const ptr = this.#ptr;
     const F = tensorFields();
     for (const ctx of this.#contexts) {
       if (ctx.freed) continue;
@@ -199,9 +211,8 @@ export class Buffer {
         }
       }
     }
-    sym().wsp_ggml_backend_buffer_free(ptr);
-    live.delete(ptr);
-    this.#ptr = 0;
+    this.#contexts.clear();
+    dispose(this.#h);
   }
 
   /** Frees the buffer (`using`). */
@@ -273,6 +284,12 @@ export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buf
  */
 export class Placements {
   readonly #placed = new Set<Tensor>();
+  readonly #owner: object;
+
+  /** @param owner the allocator: the contexts of the tensors it places keep it from the garbage collector */
+  constructor(owner: object) {
+    this.#owner = owner;
+  }
 
   /** Runs `alloc` (which places `graph`'s tensors) and records the tensors that got a place. */
   record<T>(graph: Graph, alloc: () => T): T {
@@ -280,7 +297,11 @@ export class Placements {
     try {
       return alloc();
     } finally {
-      for (const t of unplaced) if (t._data !== 0) this.#placed.add(t);
+      for (const t of unplaced) {
+        if (t._data === 0) continue;
+        this.#placed.add(t);
+        t.context._keep(this.#owner);
+      }
     }
   }
 
@@ -303,7 +324,7 @@ export class Placements {
  * largest graph to come; {@linkcode allocGraph} places a graph.
  */
 export class Gallocr {
-  #ptr: number;
+  readonly #h: Handle;
   /** The buffer types, one per buffer id. */
   readonly bufferTypes: readonly BufferType[];
 
@@ -312,17 +333,18 @@ export class Gallocr {
     const list = Array.isArray(types) ? types as readonly BufferType[] : [types as BufferType];
     if (list.length === 0 || !list.every((t) => t instanceof BufferType)) throw new ArgumentError("Gallocr: expected one or more BufferTypes");
     const ptrs = new BigUint64Array(list.map((t) => BigInt(t.pointer)));
-    this.#ptr = list.length === 1
+    const p = list.length === 1
       ? sym().wsp_ggml_gallocr_new(list[0].pointer)
       : sym().wsp_ggml_gallocr_new_n(ffi.addressOf(ptrs), list.length);
     keepAlive(ptrs);
-    if (this.#ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_gallocr_new failed");
+    if (p === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_gallocr_new failed");
+    this.#h = adopt(this, "gallocr", p, (q) => sym().wsp_ggml_gallocr_free(q));
     this.bufferTypes = list;
   }
 
   #live(what: string): number {
-    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the Gallocr was freed`);
-    return this.#ptr;
+    if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the Gallocr was freed`);
+    return this.#h.ptr;
   }
 
   #check(what: string, graph: Graph): void {
@@ -370,7 +392,7 @@ export class Gallocr {
     return this;
   }
 
-  readonly #placements = new Placements();
+  readonly #placements = new Placements(this);
 
   /** Bytes of buffer `id` (`wsp_ggml_gallocr_get_buffer_size`). */
   bufferSize(id = 0): number {
@@ -381,10 +403,9 @@ export class Gallocr {
 
   /** Frees the allocator and its buffers; the tensors it placed are marked unallocated (using them throws {@linkcode NotAllocatedError}). */
   free(): void {
-    if (this.#ptr === 0) return;
+    if (this.#h.ptr === 0) return;
     this.#placements.clear();
-    sym().wsp_ggml_gallocr_free(this.#ptr);
-    this.#ptr = 0;
+    dispose(this.#h);
   }
 
   /** Frees the allocator (`using`). */

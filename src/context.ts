@@ -212,6 +212,8 @@ export class Context extends Ops {
   readonly #deps = new Set<Context>();
   /** The context last added to #deps. */
   #lastDep: Context | undefined;
+  /** What holds this context's tensors' data outside its pool (buffers, allocators): kept from the garbage collector while the context lives. */
+  #kept: Set<object> | undefined;
   #holds = 0;
   #lastObject = -1;
   /**
@@ -318,6 +320,7 @@ export class Context extends Ops {
     this.#last = undefined;
     this.#deps.clear();
     this.#lastDep = undefined;
+    this.#kept = undefined;
     release(this.#state, true);
     this.#view = new DataView(new ArrayBuffer(0));
     this._w = new Int32Array(0);
@@ -419,6 +422,11 @@ export class Context extends Ops {
     if (other === this || other === this.#lastDep) return;
     this.#deps.add(other);
     this.#lastDep = other;
+  }
+
+  /** @internal Keeps `holder` (a buffer or allocator holding this context's tensors' data) alive while this context is. */
+  _keep(holder: object): void {
+    (this.#kept ??= new Set()).add(holder);
   }
 
   /** @internal The tensor object for a tensor of this context or one it refers to. */

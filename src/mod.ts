@@ -15,6 +15,7 @@
  * @module
  */
 export { Context, type ContextOptions, graphOverhead, graphOverheadCustom, memoryStats, type MemoryStats, tensorOverhead } from "./context.ts";
+export { type HandleKind, handleStats, type HandleStats } from "./owned.ts";
 export { Tensor, type TensorData } from "./tensor.ts";
 export { type ComputeOptions, Graph } from "./graph.ts";
 export type { OpChecks } from "./ops.gen.ts";

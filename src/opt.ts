@@ -28,6 +28,7 @@ import { Context } from "./context.ts";
 import { storageArray, Tensor, type TensorData } from "./tensor.ts";
 import { bufferOf, supports } from "./backend.ts";
 import { Sched } from "./sched.ts";
+import { adopt, dispose, type Handle } from "./owned.ts";
 
 export { OptBuildType, OptLossType, OptOptimizerType };
 
@@ -36,41 +37,35 @@ const DATA = layouts.wsp_ggml_tensor.fields.data.offset;
 /** `WSP_GGML_DEFAULT_GRAPH_SIZE`: the size of the graphs ggml-opt builds. */
 const OPT_GRAPH_SIZE = 2048;
 
-/** Frees native handles of collected objects (each class registers its own state). */
-const finalizer = new FinalizationRegistry<{ ptr: number; free: (p: number) => void }>((s) => {
-  if (s.ptr !== 0) s.free(s.ptr);
-  s.ptr = 0;
-});
-
 /** A native handle owned by one JS object: freed by `free()`, `using` or the garbage collector. */
 abstract class Owned {
-  readonly #state: { ptr: number; free: (p: number) => void; keep?: unknown };
+  readonly #h: Handle;
   readonly #what: string;
 
+  /** @param keep JS memory the native object reads until it is freed (kept by the release, not by this object) */
   constructor(what: string, ptr: number, free: (p: number) => void, keep?: unknown) {
     if (ptr === 0) throw new GgmlError("OUT_OF_MEMORY", `${what}: ggml returned NULL`);
     this.#what = what;
-    this.#state = { ptr, free, keep };
-    finalizer.register(this, this.#state, this);
+    this.#h = adopt(this, "opt", ptr, keep === undefined ? free : (p) => {
+      free(p);
+      keepAlive(keep);
+    });
   }
 
   /** @internal The native handle; throws once freed. */
   _live(what: string): number {
-    if (this.#state.ptr === 0) throw new UseAfterFreeError(`${what}: the ${this.#what} was freed`);
-    return this.#state.ptr;
+    if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the ${this.#what} was freed`);
+    return this.#h.ptr;
   }
 
   /** Whether {@linkcode free} has run. */
   get freed(): boolean {
-    return this.#state.ptr === 0;
+    return this.#h.ptr === 0;
   }
 
   /** Frees the native object (idempotent). */
   free(): void {
-    if (this.#state.ptr === 0) return;
-    finalizer.unregister(this);
-    this.#state.free(this.#state.ptr);
-    this.#state.ptr = 0;
+    dispose(this.#h);
   }
 
   /** Frees the native object (`using`). */

@@ -15,6 +15,7 @@ import { checkData, Graph } from "./graph.ts";
 import type { Tensor } from "./tensor.ts";
 import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
 import { BufferType, Placements } from "./buffer.ts";
+import { adopt, dispose, type Handle } from "./owned.ts";
 
 const sym = () => runtime().lib.symbols;
 
@@ -86,12 +87,13 @@ export type SchedEvalCallback = (node: Tensor, ask: boolean) => boolean;
 
 /** The scheduler over several backends. Free it with `free()` (or `using`). */
 export class Sched {
-  #ptr: number;
+  readonly #h: Handle;
   /** The backends, as given. */
   readonly backends: readonly Backend[];
   /** The most nodes + leafs a graph may have. */
   readonly graphSize: number;
-  #eval: { close(): void; pointer: number } | undefined;
+  /** The eval callback, in a box the handle's release shares (it must not refer to the scheduler). */
+  readonly #eval: { cb?: { close(): void; pointer: number } } = {};
   #evalError: unknown;
   #graphs = new Map<number, Graph>();
   #busy = false;
@@ -122,18 +124,24 @@ export class Sched {
     const bp = new BigUint64Array(backends.map((b) => BigInt(b.pointer)));
     const tp = new BigUint64Array(bufts.map((t) => BigInt(t?.pointer ?? 0)));
     const withTypes = bufts.some((t) => t !== null);
-    this.#ptr = sym().wsp_ggml_backend_sched_new(ffi.addressOf(bp), withTypes ? ffi.addressOf(tp) : 0, backends.length, graphSize, parallel, opOffload);
+    const p = sym().wsp_ggml_backend_sched_new(ffi.addressOf(bp), withTypes ? ffi.addressOf(tp) : 0, backends.length, graphSize, parallel, opOffload);
     keepAlive([bp, tp]);
-    if (this.#ptr === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_backend_sched_new failed");
+    if (p === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_backend_sched_new failed");
+    const box = this.#eval;
+    this.#h = adopt(this, "sched", p, (q) => {
+      sym().wsp_ggml_backend_sched_free(q);
+      box.cb?.close();
+      box.cb = undefined;
+    });
     this.backends = [...backends];
     this.graphSize = graphSize;
   }
 
   #live(what: string): number {
-    if (this.#ptr === 0) throw new UseAfterFreeError(`${what}: the scheduler was freed`);
+    if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the scheduler was freed`);
     for (const b of this.backends) b._live(`${what}: a backend of the scheduler`);
     if (this.#busy) throw new BusyError(`${what}: the scheduler is computing (await graphComputeAsync first)`);
-    return this.#ptr;
+    return this.#h.ptr;
   }
 
   /** The native `wsp_ggml_backend_sched_t`. */
@@ -276,7 +284,7 @@ export class Sched {
   }
 
   /** The tensors the scheduler placed in its compute buffers (valid until it allocates again, reserves or is freed). */
-  readonly #placements = new Placements();
+  readonly #placements = new Placements(this);
 
   /**
    * Computes `graph`, allocating it first unless {@linkcode allocGraph} did
@@ -313,7 +321,7 @@ export class Sched {
    */
   async graphComputeAsync(graph: Graph, options: AsyncComputeOptions = {}): Promise<void> {
     const p = this.#live("graphComputeAsync");
-    if (this.#eval) throw new ArgumentError("graphComputeAsync: an eval callback is set; it runs on the JS thread only (use graphCompute, or setEvalCallback(null))");
+    if (this.#eval.cb) throw new ArgumentError("graphComputeAsync: an eval callback is set; it runs on the JS thread only (use graphCompute, or setEvalCallback(null))");
     const g = this.#graph("graphComputeAsync", graph);
     const compute = runtime().lib.async.wsp_ggml_backend_sched_graph_compute;
     if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
@@ -379,44 +387,47 @@ export class Sched {
   setEvalCallback(callback: SchedEvalCallback | null): this {
     const p = this.pointer;
     if (callback !== null && typeof callback !== "function") throw new ArgumentError("setEvalCallback: expected a function or null");
-    const old = this.#eval;
+    const old = this.#eval.cb;
     if (callback === null) {
       sym().wsp_ggml_backend_sched_set_eval_callback(p, 0, 0);
-      this.#eval = undefined;
+      this.#eval.cb = undefined;
     } else {
-      // The scheduler's own tensors (copies of split inputs) belong to no JS context: they are not shown.
-      const resolve = (t: number): Tensor | null => {
-        for (const g of this.#graphs.values()) {
-          for (const c of g.context._reachable()) if (c._contains(t)) return c._wrap(t);
-        }
-        return null;
-      };
-      this.#eval = ffi.callback(callbacks.wsp_ggml_backend_sched_eval_callback, ((t: number, ask: boolean) => {
-        if (this.#evalError !== undefined) return false;
+      // The runtime keeps the callback alive until it is closed: it refers to the scheduler weakly, so that
+      // a scheduler nothing else refers to is still collected (its release closes the callback).
+      const self = new WeakRef(this);
+      const cb = ffi.callback(callbacks.wsp_ggml_backend_sched_eval_callback, ((t: number, ask: boolean) => {
+        const me = self.deref();
+        if (me === undefined || me.#evalError !== undefined) return false;
         try {
-          const node = resolve(t);
+          const node = me.#resolve(t);
           if (node === null) return !ask;
           return callback(node, Boolean(ask)) === true;
         } catch (e) {
-          this.#evalError = e;
+          me.#evalError = e;
           return false;
         }
       }) as never);
-      sym().wsp_ggml_backend_sched_set_eval_callback(p, this.#eval.pointer, 0);
+      this.#eval.cb = cb;
+      sym().wsp_ggml_backend_sched_set_eval_callback(p, cb.pointer, 0);
     }
     old?.close();
     return this;
   }
 
+  /** The tensor object of a node the eval callback is called for; null for the scheduler's own tensors (copies of split inputs), which belong to no JS context. */
+  #resolve(t: number): Tensor | null {
+    for (const g of this.#graphs.values()) {
+      for (const c of g.context._reachable()) if (c._contains(t)) return c._wrap(t);
+    }
+    return null;
+  }
+
   /** Frees the scheduler and its compute buffers (not the backends). */
   free(): void {
-    if (this.#ptr === 0) return;
+    if (this.#h.ptr === 0) return;
     if (this.#busy) throw new BusyError("free: the scheduler is computing (await graphComputeAsync first)");
     this.#placements.clear();
-    sym().wsp_ggml_backend_sched_free(this.#ptr);
-    this.#ptr = 0;
-    this.#eval?.close();
-    this.#eval = undefined;
+    dispose(this.#h);
     this.#graphs.clear();
   }
 

@@ -2,8 +2,9 @@
 // graphs, backend buffers (every 10th cycle) and schedulers with their own CPU backend (every
 // 100th), in a child per runtime; resident memory after the warm-up (the first tenth) and at the
 // end, after forced collections, must stay within RSS_BOUND. Once with every object freed
-// explicitly, once with the contexts (and their tensors and graphs) dropped and left to the
-// FinalizationRegistry, every one of which must have been finalized by the end.
+// explicitly, once with every object (contexts with their tensors and graphs, buffers, schedulers,
+// backends) dropped and left to the FinalizationRegistry, every one of which must have been
+// finalized by the end.
 //
 // Node and Deno run with V8's young generation fixed at 1 MiB per semi-space
 // (--max-semi-space-size=1): by default V8 grows it to 16 MiB per semi-space under allocation
@@ -24,6 +25,7 @@ interface Report {
   counts: { contexts: number; graphs: number; buffers: number; scheds: number; backends: number; wrong: number };
   rss: { warm: number; end: number; samples: number[] };
   stats: { warm: { contexts: number; poolBytes: number; finalized: number }; end: { contexts: number; poolBytes: number; finalized: number } };
+  handles: { end: { live: Record<string, number>; finalized: number } };
 }
 
 /**
@@ -51,13 +53,16 @@ for (const mode of ["explicit", "finalizer"] as const) {
     const growth = Math.min(...s.slice(-3)) - Math.min(...s.slice(0, 2));
     console.log(`soak ${mode} on ${runtimeName}: ${rep.cycles} cycles in ${rep.ms} ms (${JSON.stringify(rep.counts)}); ` +
       `RSS after warm-up ${mib(rep.rss.warm)} MiB, end ${mib(rep.rss.end)} MiB, growth ${mib(growth)} MiB (bound ${mib(RSS_BOUND)}); ` +
-      `samples ${rep.rss.samples.map(mib).join(" ")} MiB; finalized ${rep.stats.end.finalized}`);
+      `samples ${rep.rss.samples.map(mib).join(" ")} MiB; finalized ${rep.stats.end.finalized} contexts, ${rep.handles.end.finalized} handles`);
     assert.equal(rep.counts.wrong, 0, "every cycle computed the JS value");
     assert.equal(rep.counts.graphs, cycles);
     assert.equal(rep.counts.contexts, cycles + Math.ceil(cycles / 10));
     assert.equal(rep.stats.end.contexts, 0, "no native context left");
     assert.equal(rep.stats.end.poolBytes, 0);
     assert.equal(rep.stats.end.finalized, mode === "explicit" ? 0 : rep.counts.contexts, "the finalizer freed exactly the dropped contexts");
+    for (const [kind, n] of Object.entries(rep.handles.end.live)) assert.equal(n, 0, `no ${kind} handle left`);
+    const dropped = rep.counts.buffers + rep.counts.scheds + rep.counts.backends;
+    assert.equal(rep.handles.end.finalized, mode === "explicit" ? 0 : dropped, "the finalizer freed exactly the dropped buffers, schedulers and backends");
     assert.ok(growth < RSS_BOUND, `RSS grew by ${mib(growth)} MiB after warm-up (bound ${mib(RSS_BOUND)} MiB)`);
   });
 }

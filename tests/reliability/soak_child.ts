@@ -3,11 +3,11 @@
 // forced collection). Every cycle's result is checked against its value computed in JS.
 //
 //   argv[2] = "explicit": every object is freed by free() / `using`;
-//             "finalizer": contexts (with their tensors and graphs) are dropped and left to the
-//             FinalizationRegistry (Backend, Buffer and Sched have no finalizer: they are freed).
+//             "finalizer": everything (contexts with their tensors and graphs, backend buffers,
+//             schedulers, backends) is dropped and left to the FinalizationRegistry.
 // Environment: WSP_GGML_SOAK_CYCLES (default 100000). Prints `soak-report {...}`.
 import process from "node:process";
-import { allocCtxTensors, Backend, Context, memoryStats, Sched, tensorGet, tensorSet, Type } from "../../mod.ts";
+import { allocCtxTensors, Backend, Context, handleStats, memoryStats, Sched, tensorGet, tensorSet, Type } from "../../mod.ts";
 import { envInt, forcedGc, rss } from "./lib.ts";
 
 const mode = process.argv[2] === "finalizer" ? "finalizer" : "explicit";
@@ -31,8 +31,7 @@ function cycle(i: number): void {
     const be = Backend.cpu({ nThreads: 1 });
     const s = new Sched({ backends: [be], graphSize: 16 });
     s.graphCompute(g);
-    s.free();
-    be.free();
+    if (mode === "explicit") s.free(), be.free();
     counts.scheds++, counts.backends++;
   } else g.compute({ nThreads: 1 });
   const got = y.view(Float32Array);
@@ -45,8 +44,7 @@ function cycle(i: number): void {
     const buf = allocCtxTensors(lazy, cpu)!;
     tensorSet(t, x);
     if ((tensorGet(t) as Float32Array)[3] !== x[3]) counts.wrong++;
-    buf.free();
-    if (mode === "explicit") lazy.free();
+    if (mode === "explicit") buf.free(), lazy.free();
     counts.buffers++, counts.contexts++;
   }
   if (mode === "explicit") ctx.free();
@@ -54,7 +52,7 @@ function cycle(i: number): void {
 
 const warm = Math.max(1, Math.floor(cycles / 10));
 const t0 = Date.now();
-let rssWarm = 0, warmStats = memoryStats();
+let rssWarm = 0, warmStats = memoryStats(), warmHandles = handleStats();
 const samples: number[] = [];
 for (let i = 0; i < cycles; i++) {
   cycle(i);
@@ -67,7 +65,7 @@ for (let i = 0; i < cycles; i++) {
     await new Promise((r) => setTimeout(r, 0));
     gc();
     samples.push(rss());
-    if (i + 1 === warm) rssWarm = samples[0], warmStats = memoryStats();
+    if (i + 1 === warm) rssWarm = samples[0], warmStats = memoryStats(), warmHandles = handleStats();
   }
 }
 for (let k = 0; k < 5; k++) {
@@ -75,5 +73,5 @@ for (let k = 0; k < 5; k++) {
   await new Promise((r) => setTimeout(r, 0));
 }
 cpu.free();
-const end = memoryStats();
-console.log(`soak-report ${JSON.stringify({ mode, cycles, ms: Date.now() - t0, counts, rss: { warm: rssWarm, end: rss(), samples }, stats: { warm: warmStats, end } })}`);
+const end = memoryStats(), endHandles = handleStats();
+console.log(`soak-report ${JSON.stringify({ mode, cycles, ms: Date.now() - t0, counts, rss: { warm: rssWarm, end: rss(), samples }, stats: { warm: warmStats, end }, handles: { warm: warmHandles, end: endHandles } })}`);
