@@ -58,17 +58,23 @@ export function i64At(words: Int32Array, at: number): number {
  * `words` of a pool, without allocating.
  */
 export function nbytesAt(words: Int32Array, at: number): number {
-  const traits = runtime().types.get(words[(at + F.type.offset) >> 2]);
+  const traits = (TRAITS ??= runtime().traits)[words[(at >> 2) + TYPE_W]];
   if (!traits) return 0;
-  const { blckSize, typeSize } = traits;
-  let bytes = 0;
-  for (let i = 0; i < MAX_DIMS; i++) {
-    const ne = i64At(words, at + NE + 8 * i), nb = i64At(words, at + NB + 8 * i);
-    if (ne <= 0) return 0;
-    if (i === 0) bytes = blckSize === 1 ? typeSize + (ne - 1) * nb : Math.floor((ne * nb) / blckSize); // size_t division, as in C
-    else bytes += (ne - 1) * nb;
+  const v = words, e = (at >> 2) + NE_W, b = (at >> 2) + NB_W;
+  // Every ne and nb below 2^31 (all high words 0, no low word negative): 32-bit reads, as _contiguousN does.
+  if ((v[e + 1] | v[e + 3] | v[e + 5] | v[e + 7] | v[b + 1] | v[b + 3] | v[b + 5] | v[b + 7]) === 0 &&
+    (v[e] | v[e + 2] | v[e + 4] | v[e + 6] | v[b] | v[b + 2] | v[b + 4] | v[b + 6]) >= 0) {
+    return bytesSpanned(traits, v[e], v[b], v[e + 2], v[b + 2], v[e + 4], v[b + 4], v[e + 6], v[b + 6]);
   }
-  return bytes;
+  return bytesSpanned(traits, i64At(v, at + NE), i64At(v, at + NB), i64At(v, at + NE + 8), i64At(v, at + NB + 8),
+    i64At(v, at + NE + 16), i64At(v, at + NB + 16), i64At(v, at + NE + 24), i64At(v, at + NB + 24));
+}
+
+/** `wsp_ggml_nbytes` from the four ne and nb: 0 when a dimension is empty. */
+function bytesSpanned(traits: TypeTraits, ne0: number, nb0: number, ne1: number, nb1: number, ne2: number, nb2: number, ne3: number, nb3: number): number {
+  if (ne0 <= 0 || ne1 <= 0 || ne2 <= 0 || ne3 <= 0) return 0;
+  const first = traits.blckSize === 1 ? traits.typeSize + (ne0 - 1) * nb0 : Math.floor((ne0 * nb0) / traits.blckSize); // size_t division, as in C
+  return first + (ne1 - 1) * nb1 + (ne2 - 1) * nb2 + (ne3 - 1) * nb3;
 }
 
 /** The typed array that holds a tensor's elements in JS. */
@@ -228,20 +234,24 @@ export class Tensor {
 
   /** Number of dimensions, trailing 1s left out (at least 1; `wsp_ggml_n_dims`). */
   get nDims(): number {
-    const ne = this.shape;
-    for (let i = MAX_DIMS - 1; i >= 1; i--) if (ne[i] > 1) return i + 1;
+    const w = this.#words(), o = this._off + NE;
+    for (let i = MAX_DIMS - 1; i >= 1; i--) if (i64At(w, o + 8 * i) > 1) return i + 1;
     return 1;
   }
 
   /** Total number of elements. */
   get nelements(): number {
-    const w = this.#words(), o = this._off + NE;
+    const w = this.#words(), e = (this._off >> 2) + NE_W;
+    if ((w[e + 1] | w[e + 3] | w[e + 5] | w[e + 7]) === 0 && (w[e] | w[e + 2] | w[e + 4] | w[e + 6]) >= 0) return w[e] * w[e + 2] * w[e + 4] * w[e + 6];
+    const o = this._off + NE;
     return i64At(w, o) * i64At(w, o + 8) * i64At(w, o + 16) * i64At(w, o + 24);
   }
 
   /** Number of rows (`ne[1] * ne[2] * ne[3]`). */
   get nrows(): number {
-    const w = this.#words(), o = this._off + NE;
+    const w = this.#words(), e = (this._off >> 2) + NE_W;
+    if ((w[e + 3] | w[e + 5] | w[e + 7]) === 0 && (w[e + 2] | w[e + 4] | w[e + 6]) >= 0) return w[e + 2] * w[e + 4] * w[e + 6];
+    const o = this._off + NE;
     return i64At(w, o + 8) * i64At(w, o + 16) * i64At(w, o + 24);
   }
 

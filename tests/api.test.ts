@@ -287,7 +287,7 @@ describe("Tensor", () => {
     assert.equal(q.traits.blckSize, 32);
   });
 
-  test("isContiguousN and isTransposed agree with ggml's predicates, sizes below and above 2^31", () => {
+  test("isContiguousN, isTransposed, nbytes, nelements, nrows and nDims agree with ggml, sizes below and above 2^31", () => {
     // Headers only: sizes past 2^31 (ne0, and nb that only fit in 64 bits) take the double path.
     using ctx = new Context({ memSize: MiB, noAlloc: true });
     const s = loadLibrary().symbols;
@@ -298,6 +298,8 @@ describe("Tensor", () => {
       ctx.newTensor3d(Type.F16, 1, 7, 2),
       ctx.newTensor2d(Type.F32, 2 ** 31 + 64, 2), // ne0 above 2^31: its low word reads negative
       ctx.newTensor3d(Type.F32, 2 ** 30, 4, 3), // nb2 = 2^34: a high word
+      ctx.newTensor2d(Type.F32, 2 ** 32 + 8, 1), // ne0 = 2^32 + 8: a high word, a low word that reads positive
+      ctx.newTensor3d(Type.F16, 2, 2 ** 32 + 3, 1), // ne1 likewise
       ctx.newTensor2d(Type.F32, 8, 0),
     ];
     const cases: Tensor[] = [];
@@ -315,6 +317,10 @@ describe("Tensor", () => {
       assert.equal(t.isContiguousN(2), s.wsp_ggml_is_contiguous_2(p), `2: ${t.describe()}`);
       assert.equal(t.isContiguous, s.wsp_ggml_is_contiguous(p), t.describe());
       assert.equal(t.isTransposed, s.wsp_ggml_is_transposed(p), `transposed: ${t.describe()}`);
+      assert.equal(t.nbytes, s.wsp_ggml_nbytes(p), `nbytes: ${t.describe()}`);
+      assert.equal(t.nelements, s.wsp_ggml_nelements(p), `nelements: ${t.describe()}`);
+      assert.equal(t.nrows, s.wsp_ggml_nrows(p), `nrows: ${t.describe()}`);
+      assert.equal(t.nDims, s.wsp_ggml_n_dims(p), `nDims: ${t.describe()}`);
       if (!t.isContiguous) notContiguous++;
     }
     assert.ok(notContiguous >= cases.length / 3, `the cases mix layouts (${notContiguous} of ${cases.length} not contiguous)`);
