@@ -234,6 +234,32 @@ static wsp_ggml_backend_t cpu_backend(int threads) {
     return backend;
 }
 
+/**
+ * A persistent threadpool of `threads` attached to the CPU `backend` (the TS side's
+ * `Backend.cpu({ threadpool })`): its threads live between computes instead of being started and
+ * joined by each one. Free it with threadpool_free after the backend.
+ */
+static struct wsp_ggml_threadpool * attach_threadpool(wsp_ggml_backend_t backend, int threads) {
+    typedef struct wsp_ggml_threadpool * (*new_t)(struct wsp_ggml_threadpool_params *);
+    typedef void (*set_t)(wsp_ggml_backend_t, struct wsp_ggml_threadpool *);
+    new_t tp_new = (new_t) wsp_ggml_backend_reg_get_proc_address(g_reg, "wsp_ggml_threadpool_new");
+    set_t tp_set = (set_t) wsp_ggml_backend_reg_get_proc_address(g_reg, "wsp_ggml_backend_cpu_set_threadpool");
+    if (!tp_new || !tp_set) {
+        fprintf(stderr, "the CPU backend has no threadpool functions\n");
+        exit(2);
+    }
+    struct wsp_ggml_threadpool_params params = wsp_ggml_threadpool_params_default(threads);
+    struct wsp_ggml_threadpool * pool = tp_new(&params);
+    tp_set(backend, pool);
+    return pool;
+}
+
+static void threadpool_free(struct wsp_ggml_threadpool * pool) {
+    typedef void (*free_t)(struct wsp_ggml_threadpool *);
+    free_t tp_free = (free_t) wsp_ggml_backend_reg_get_proc_address(g_reg, "wsp_ggml_threadpool_free");
+    if (pool && tp_free) tp_free(pool);
+}
+
 static enum wsp_ggml_type type_by_name(const char * name) {
     for (int t = 0; t < WSP_GGML_TYPE_COUNT; t++) {
         const char * tn = wsp_ggml_type_name((enum wsp_ggml_type) t);
@@ -320,6 +346,7 @@ static float gaussian(uint32_t * s) {
 static void bench_train(void) {
     int epochs = (int) param("epochs", 4), hidden = (int) param("hidden", 64), layers = (int) param("layers", 2);
     int batch = (int) param("batch", 32), threads = (int) param("threads", 2);
+    int with_pool = (int) param("pool", 0);
     const int inputs = 2, classes = 3, per_class = 1000;
     float lr = 0.005f;
     // The demo's data: 3 spiral arms of 1000 points, 20% held out; 2400 training points.
@@ -328,6 +355,7 @@ static void bench_train(void) {
     uint32_t seed = 1;
 
     wsp_ggml_backend_t backend = cpu_backend(threads);
+    struct wsp_ggml_threadpool * pool = with_pool ? attach_threadpool(backend, threads) : NULL;
     // As the TS Backend.cpu does: an abort callback, checked after every node (it reads a context's
     // no_alloc flag, which stays false).
     struct wsp_ggml_context * abort_flag = new_ctx(256, false);
@@ -404,7 +432,7 @@ static void bench_train(void) {
         if (r >= 0) samples[r] = dt / (ndata / batch);
     }
     char label[64];
-    snprintf(label, sizeof(label), "one optimizer step, %d thread%s", threads, threads == 1 ? "" : "s");
+    snprintf(label, sizeof(label), "one optimizer step, %d thread%s%s", threads, threads == 1 ? "" : "s", pool ? ", threadpool" : "");
     report("train", label, samples, reps, ndata / batch, loss);
     wsp_ggml_opt_free(opt);
     wsp_ggml_opt_dataset_free(dataset);
@@ -413,6 +441,7 @@ static void bench_train(void) {
     wsp_ggml_free(ctx_static);
     wsp_ggml_backend_sched_free(sched);
     wsp_ggml_backend_free(backend);
+    threadpool_free(pool);
     wsp_ggml_free(abort_flag);
 }
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { allocCtxTensors, Backend, Context, graphOverheadCustom, OptContext, OptDataset, OptLossType, OptResult, Sched, Type } from "../mod.ts";
+import { allocCtxTensors, Backend, Context, graphOverheadCustom, OptContext, OptDataset, OptLossType, OptResult, Sched, Threadpool, Type } from "../mod.ts";
 import { spirals } from "../examples/demo/data.ts";
 import { createWeights, forward, type Hyper, initWeights, metaSize } from "../examples/demo/model.ts";
 import { measure, nowNs, type Params, type Sample } from "./cases.ts";
@@ -17,8 +17,10 @@ export function train(p: Params): Sample[] {
   const num = (k: string, d: number) => (p[k] === undefined ? d : Number(p[k]));
   const hp: Hyper = { inputs: 2, hidden: num("hidden", 64), layers: num("layers", 2), classes: 3 };
   const epochs = num("epochs", 4), batch = num("batch", 32), threads = num("threads", 2);
+  // pool=1: a persistent threadpool, whose threads live between computes (else each compute starts and joins its own).
+  const pool = num("pool", 0) ? new Threadpool({ nThreads: threads }) : undefined;
   const data = spirals({ classes: hp.classes, seed: 1 }).train;
-  const backend = Backend.cpu({ nThreads: threads });
+  const backend = Backend.cpu({ nThreads: threads, threadpool: pool });
   const sched = new Sched({ backends: [backend] });
   const ctxStatic = new Context({ memSize: metaSize(16), noAlloc: true });
   const weights = createWeights(ctxStatic, hp);
@@ -35,7 +37,7 @@ export function train(p: Params): Sample[] {
   const opt = new OptContext({ sched, ctxCompute, inputs: input, outputs: logits, loss: OptLossType.CROSS_ENTROPY, optimizer: { type: "adamw", alpha: 0.005 } });
   const steps = nTrain / batch;
   let loss = 0;
-  const r = measure("train", `one optimizer step, ${threads} thread${threads === 1 ? "" : "s"}`, steps, epochs, () => {
+  const r = measure("train", `one optimizer step, ${threads} thread${threads === 1 ? "" : "s"}${pool ? ", threadpool" : ""}`, steps, epochs, () => {
     const result = new OptResult();
     const t0 = nowNs();
     opt.epoch(dataset, { resultTrain: result });
@@ -51,5 +53,6 @@ export function train(p: Params): Sample[] {
   buf.free();
   ctxStatic.free();
   backend.free();
+  pool?.free();
   return [{ ...r, extra: loss }];
 }
