@@ -61,13 +61,21 @@ export function nbytesAt(words: Int32Array, at: number): number {
   const traits = (TRAITS ??= runtime().traits)[words[(at >> 2) + TYPE_W]];
   if (!traits) return 0;
   const v = words, e = (at >> 2) + NE_W, b = (at >> 2) + NB_W;
-  // Every ne and nb below 2^31 (all high words 0, no low word negative): 32-bit reads, as _contiguousN does.
-  if ((v[e + 1] | v[e + 3] | v[e + 5] | v[e + 7] | v[b + 1] | v[b + 3] | v[b + 5] | v[b + 7]) === 0 &&
-    (v[e] | v[e + 2] | v[e + 4] | v[e + 6] | v[b] | v[b + 2] | v[b + 4] | v[b + 6]) >= 0) {
+  if (sizesFit32(v, e, b)) {
     return bytesSpanned(traits, v[e], v[b], v[e + 2], v[b + 2], v[e + 4], v[b + 4], v[e + 6], v[b + 6]);
   }
   return bytesSpanned(traits, i64At(v, at + NE), i64At(v, at + NB), i64At(v, at + NE + 8), i64At(v, at + NB + 8),
     i64At(v, at + NE + 16), i64At(v, at + NB + 16), i64At(v, at + NE + 24), i64At(v, at + NB + 24));
+}
+
+/**
+ * Whether the four ne (from word `e`) and nb (from word `b`) of a tensor are all
+ * below 2^31: every high word 0 and no low word negative, so that they can be
+ * read as 32-bit integers (about twice as fast as i64At's doubles in a loop on Deno and Bun).
+ */
+function sizesFit32(v: Int32Array, e: number, b: number): boolean {
+  return (v[e + 1] | v[e + 3] | v[e + 5] | v[e + 7] | v[b + 1] | v[b + 3] | v[b + 5] | v[b + 7]) === 0 &&
+    (v[e] | v[e + 2] | v[e + 4] | v[e + 6] | v[b] | v[b + 2] | v[b + 4] | v[b + 6]) >= 0;
 }
 
 /** `wsp_ggml_nbytes` from the four ne and nb: 0 when a dimension is empty. */
@@ -360,8 +368,7 @@ export class Tensor {
   _contiguousN(n: number): boolean {
     const v = this.context._w, e = (this._off >> 2) + NE_W, b = (this._off >> 2) + NB_W;
     const traits = (TRAITS ??= runtime().traits)[v[(this._off >> 2) + TYPE_W]]!;
-    if ((v[e + 1] | v[e + 3] | v[e + 5] | v[e + 7] | v[b + 1] | v[b + 3] | v[b + 5] | v[b + 7]) === 0 &&
-      (v[e] | v[e + 2] | v[e + 4] | v[e + 6] | v[b] | v[b + 2] | v[b + 4] | v[b + 6]) >= 0) {
+    if (sizesFit32(v, e, b)) {
       return contiguousAbove(n, traits, v[e], v[b], v[e + 2], v[b + 2], v[e + 4], v[b + 4], v[e + 6], v[b + 6]);
     }
     const at = this._off;
