@@ -6,7 +6,8 @@
  * - `pointer` and `function` values are a {@linkcode Pointer}: the address as
  *   a plain number, `0` for NULL. User-space addresses on every supported
  *   target (x86-64 and AArch64 Linux, macOS, Windows) fit in 53 bits; an
- *   address that does not is reported as an error, never rounded.
+ *   address that does not is never rounded: it is reported as an error
+ *   (on Node, koffi returns it as an exact bigint).
  * - 64-bit integers (`i64`, `u64`, `isize`, `usize`) are accepted as
  *   `number | bigint` and returned as a number when it is a safe integer,
  *   else as a bigint.
