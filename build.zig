@@ -159,14 +159,21 @@ pub fn build(b: *std.Build) !void {
     bench_step.dependOn(&b.addInstallArtifact(bench_exe, .{}).step);
     // The same timed work as a library the TS cases load, to time C beside the binding in one
     // process (bench/work.h); in zig-out/bench/ so that nothing takes it for part of the product.
-    const work_mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .pic = true });
-    work_mod.addIncludePath(b.path(vendor));
-    work_mod.addCSourceFile(.{ .file = b.path("bench/work.c"), .flags = &common_c_flags });
-    work_mod.linkLibrary(host.base);
-    if (target.result.os.tag == .linux) work_mod.addRPathSpecial("$ORIGIN/../lib");
-    if (target.result.os.tag.isDarwin()) work_mod.addRPathSpecial("@loader_path/../lib");
-    const work_lib = b.addLibrary(.{ .name = "wsp-bench-work", .linkage = .dynamic, .root_module = work_mod });
-    bench_step.dependOn(&b.addInstallArtifact(work_lib, .{ .dest_dir = .{ .override = .{ .custom = "bench" } } }).step);
+    const bench_dir: std.Build.Step.InstallArtifact.Options = .{ .dest_dir = .{ .override = .{ .custom = "bench" } } };
+    const work_lib = benchLibrary(b, target, opts.optimize, host.base, "wsp-bench-work", "bench/work.c");
+    bench_step.dependOn(&b.addInstallArtifact(work_lib, bench_dir).step);
+    // The Node-API probe (bench/napi_probe.c): what an addon of our own would gain over koffi.
+    // Its napi_* symbols resolve against the node process that loads it. Built where npm has
+    // installed the headers (devDependency node-api-headers), on Linux and macOS hosts (Windows
+    // would need an import library for node.exe).
+    const napi_include = "node_modules/node-api-headers/include";
+    const has_napi = if (b.build_root.handle.access(napi_include ++ "/node_api.h", .{})) |_| true else |_| false;
+    if (has_napi and (target.result.os.tag == .linux or target.result.os.tag.isDarwin())) {
+        const probe = benchLibrary(b, target, opts.optimize, host.base, "wsp-napi-probe", "bench/napi_probe.c");
+        probe.root_module.addIncludePath(b.path(napi_include));
+        probe.linker_allow_shlib_undefined = true;
+        bench_step.dependOn(&b.addInstallArtifact(probe, bench_dir).step);
+    }
     bench_step.dependOn(b.getInstallStep());
 
     // zig build dist / smoke-dist: every release target, cross-compiled from this machine.
@@ -419,4 +426,17 @@ fn checkZigVersion(b: *std.Build) !void {
         std.debug.print("error: this project builds with zig {f} exactly, this is zig {f}: run `node scripts/zig.mjs build …` (it installs the pinned zig)\n", .{ want, have });
         return error.WrongZigVersion;
     }
+}
+
+/// A shared library of bench/ (one C source, linked against the host base library, which it
+/// finds in ../lib by rpath); installed into zig-out/bench/ so that nothing takes it for part of
+/// the product.
+fn benchLibrary(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode, base: *std.Build.Step.Compile, name: []const u8, source: []const u8) *std.Build.Step.Compile {
+    const mod = b.createModule(.{ .target = target, .optimize = optimize, .strip = optimize != .Debug, .link_libc = true, .pic = true });
+    mod.addIncludePath(b.path(vendor));
+    mod.addCSourceFile(.{ .file = b.path(source), .flags = &common_c_flags });
+    mod.linkLibrary(base);
+    if (target.result.os.tag == .linux) mod.addRPathSpecial("$ORIGIN/../lib");
+    if (target.result.os.tag.isDarwin()) mod.addRPathSpecial("@loader_path/../lib");
+    return b.addLibrary(.{ .name = name, .linkage = .dynamic, .root_module = mod });
 }

@@ -12,7 +12,7 @@ import process from "node:process";
 import { Context, graphOverheadCustom, loadLibrary, quantize, type Tensor, tensorOverhead, Type } from "../mod.ts";
 import { allocPool, initContext, runtime } from "../src/runtime.ts";
 import { ffi } from "../src/loader.ts";
-import { benchWork } from "./work.ts";
+import { benchWork, napiProbe } from "./work.ts";
 
 /** One measured figure, in the JSON shape the C driver prints. */
 export interface Sample {
@@ -190,6 +190,29 @@ export function add(p: Params): Sample[] {
     sink += acc;
     return dt;
   });
+  // On Node, the same loop through the Node-API probe (bench/napi_probe.c), and the probe's empty function: Node-API's floor.
+  const probe = napiProbe(), viaNapi: Sample[] = [];
+  if (probe !== null) {
+    const opsN = ops as number;
+    viaNapi.push(measure("add", "napi probe (bench/napi_probe.c): wsp_ggml_add through node_api.h, not koffi", n, reps, (n) => {
+      const f = probe.wsp_ggml_add, reset = s.wsp_ggml_reset;
+      let acc = 0;
+      const t0 = nowNs();
+      for (let i = 0; i < n; i++) {
+        if (i % ADD_BATCH === 0) reset(opsN);
+        acc += f(opsN, pa, pb);
+      }
+      const dt = nowNs() - t0;
+      sink += acc;
+      return dt;
+    }));
+    viaNapi.push(measure("add", "napi probe: a node_api.h function that does nothing", n, reps, (n) => {
+      const f = probe.empty;
+      const t0 = nowNs();
+      for (let i = 0; i < n; i++) f();
+      return nowNs() - t0;
+    }));
+  }
   s.wsp_ggml_free(ops);
   const memSize = (ADD_BATCH + 8) * tensorOverhead();
   const api = measure("add", "API ctx.add (no_alloc Context)", n, reps, (n) => {
@@ -208,7 +231,7 @@ export function add(p: Params): Sample[] {
     sink += acc;
     return dt;
   });
-  return [raw, api];
+  return [raw, ...viaNapi, api];
 }
 
 /**
@@ -274,7 +297,7 @@ export function graph(p: Params): Sample[] {
   const layers = int(p, "layers", 334), hidden = int(p, "hidden", 64), batch = int(p, "batch", 32);
   const n = int(p, "n", 20), reps = int(p, "reps", 15), warmNs = int(p, "warm_ms", 500) * 1e6;
   const memSize = (5 * layers + 8) * tensorOverhead() + graphOverheadCustom(GRAPH_SIZE, false);
-  const nodes = { api: 0, raw: 0, c: 0 };
+  const nodes = { api: 0, raw: 0, c: 0, napi: 0 };
   const api: Turn = {
     label: "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)",
     once: (n) => {
@@ -318,6 +341,30 @@ export function graph(p: Params): Sample[] {
       return nowNs() - t0;
     },
   };
+  // On Node, the raw loop again through a Node-API module of our own (bench/napi_probe.c) instead of koffi.
+  // Written out twice on purpose: one loop over either table would make its call sites see two
+  // targets each, and time neither path as it runs alone.
+  const probe = napiProbe();
+  const napi: Turn[] = probe === null ? [] : [{
+    label: "napi probe (bench/napi_probe.c): the 5 hot functions through node_api.h, not koffi",
+    once: (n) => {
+      const t0 = nowNs();
+      for (let i = 0; i < n; i++) {
+        const ctx = initContext(lib, pool.base, memSize, true) as number;
+        let h = probe.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, batch);
+        for (let l = 0; l < layers; l++) {
+          const w = probe.wsp_ggml_new_tensor_2d(ctx, Type.F32, hidden, hidden);
+          const bias = probe.wsp_ggml_new_tensor_1d(ctx, Type.F32, hidden);
+          h = probe.wsp_ggml_relu(ctx, probe.wsp_ggml_add(ctx, probe.wsp_ggml_mul_mat(ctx, w, h), bias));
+        }
+        const gf = s.wsp_ggml_new_graph_custom(ctx, GRAPH_SIZE, false);
+        s.wsp_ggml_build_forward_expand(gf, h);
+        nodes.napi = s.wsp_ggml_graph_n_nodes(gf);
+        s.wsp_ggml_free(ctx);
+      }
+      return nowNs() - t0;
+    },
+  }];
   // C's own loop (bench/work.c, the driver's code) in this process, over its own malloc'd buffer.
   const w = benchWork();
   const cBuf = w.wsp_bench_alloc(w.wsp_bench_graph_mem(layers));
@@ -330,10 +377,10 @@ export function graph(p: Params): Sample[] {
       return dt;
     },
   };
-  const [a, r, cc] = measureInTurn("graph", [api, raw, c], n, reps, 100e6, warmNs);
+  const [a, r, cc, np] = measureInTurn("graph", [api, raw, c, ...napi], n, reps, 100e6, warmNs);
   w.wsp_bench_free(cBuf);
   sink += pool.buffer.byteLength; // the pool stays reachable until every context over it is gone
-  return [{ ...a, extra: nodes.api }, { ...r, extra: nodes.raw }, { ...cc, extra: nodes.c }];
+  return [{ ...a, extra: nodes.api }, { ...r, extra: nodes.raw }, { ...cc, extra: nodes.c }, ...(np ? [{ ...np, extra: nodes.napi }] : [])];
 }
 
 // ---- compute ----------------------------------------------------------------------------------

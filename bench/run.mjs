@@ -259,7 +259,7 @@ function report(figures, mach, vers, peer, seconds) {
     const c = find("c", bench);
     const py = find("ggml-python", bench);
     for (const side of TS) {
-      for (const kind of ["raw", "handles", "API"]) {
+      for (const kind of ["raw", "handles", "napi probe (", "napi probe:", "API"]) {
         const f = find(side, bench, kind);
         if (!f) continue;
         perCall.push({ bench, side, kind, label: f.label, ns: f.median_ns, c: c?.median_ns, py: py?.median_ns, overhead: c ? f.median_ns - c.median_ns : undefined });
@@ -276,7 +276,7 @@ function report(figures, mach, vers, peer, seconds) {
   }
   const graphRows = [];
   const cGraph = find("c", "graph"), pyGraph = find("ggml-python", "graph");
-  for (const side of TS) for (const kind of ["API", "raw"]) {
+  for (const side of TS) for (const kind of ["API", "raw", "napi probe"]) {
     const f = find(side, "graph", kind), inC = find(side, "graph", IN_C);
     if (f) graphRows.push({ side, kind, label: f.label, ns: f.median_ns, c: cGraph?.median_ns, inC: inC?.median_ns, paired: paired(f, inC), py: pyGraph?.median_ns, nodes: f.extra });
   }
@@ -353,7 +353,7 @@ function report(figures, mach, vers, peer, seconds) {
   out();
   out("## (a) Per-call overhead");
   out();
-  out("One call per iteration in a loop of n; ns per iteration. *raw* is the generated binding as the library calls it (`loadLibrary().symbols`, through the runtime's adapter: Deno `Deno.dlopen`, Bun `bun:ffi`, Node koffi; Deno and Bun call the number-ABI wrappers `wsp_num_*`, which take and return pointers and 64-bit integers as doubles, so C's side of each call includes that wrapper); *API* is the public API: `Tensor.nelements` / `Tensor.nbytes` are computed in JS from the struct layout (no FFI call), `ctx.add` checks its operands and, while the no_alloc context has room for any op's objects, calls ggml directly with the runtime's native handles (a fresh no_alloc `Context` per 1000 nodes, the API has no reset). C: the same loop in bench/driver.c (wsp_ggml_add with a reset every 1000 nodes).");
+  out("One call per iteration in a loop of n; ns per iteration. *raw* is the generated binding as the library calls it (`loadLibrary().symbols`, through the runtime's adapter: Deno `Deno.dlopen`, Bun `bun:ffi`, Node koffi; Deno and Bun call the number-ABI wrappers `wsp_num_*`, which take and return pointers and 64-bit integers as doubles, so C's side of each call includes that wrapper); *API* is the public API: `Tensor.nelements` / `Tensor.nbytes` are computed in JS from the struct layout (no FFI call), `ctx.add` checks its operands and, while the no_alloc context has room for any op's objects, calls ggml directly with the runtime's native handles (a fresh no_alloc `Context` per 1000 nodes, the API has no reset). C: the same loop in bench/driver.c (wsp_ggml_add with a reset every 1000 nodes). *napi probe* (Node only) is the raw loop through bench/napi_probe.c, a Node-API module written the fastest way node_api.h allows, and a Node-API function that does nothing: what an addon of our own would gain over koffi, and Node-API's floor.");
   out();
   out("| benchmark | runtime | what | time | C | ratio to C | overhead vs C | ggml-python | ratio to ggml-python |");
   out("|---|---|---|---|---|---|---|---|---|");
@@ -367,7 +367,7 @@ function report(figures, mach, vers, peer, seconds) {
   out();
   out("## (c) Graph construction");
   out();
-  out(`A 334-layer MLP (\`relu(add(mulMat(W, h), b))\` per layer): ${cGraph?.extra ?? "?"} nodes, built from nothing per iteration (no_alloc context, 669 tensors, the ops, a 2048-node graph, buildForwardExpand, free). C and the raw rows make each context over one reused buffer, as llama.cpp does with its compute-meta buffer; the API recycles a freed context's pool the same way. The time of one process's graphs is bimodal on this VM (C: ~120 or ~210 µs per graph, from one process to the next), so each TS process also times C's own loop (bench/work.c, the driver's code, loaded as libwsp-bench-work) in turn with the API and raw loops: *same process* is the median over 7 processes × 11 rounds of API (or raw) / C, each ratio of two samples taken one after the other. *C driver* is the C driver's own processes (median of 7), the reference a reader can rerun alone.`);
+  out(`A 334-layer MLP (\`relu(add(mulMat(W, h), b))\` per layer): ${cGraph?.extra ?? "?"} nodes, built from nothing per iteration (no_alloc context, 669 tensors, the ops, a 2048-node graph, buildForwardExpand, free). C and the raw rows make each context over one reused buffer, as llama.cpp does with its compute-meta buffer; the API recycles a freed context's pool the same way. The time of one process's graphs is bimodal on this VM (C: ~120 or ~210 µs per graph, from one process to the next), so each TS process also times C's own loop (bench/work.c, the driver's code, loaded as libwsp-bench-work) in turn with the API and raw loops: *same process* is the median over 7 processes × 11 rounds of API (or raw) / C, each ratio of two samples taken one after the other. *C driver* is the C driver's own processes (median of 7), the reference a reader can rerun alone. The *napi probe* row (Node) is the raw loop with its five hot functions (new_tensor_1d/2d, mul_mat, add, relu) called through bench/napi_probe.c, a Node-API module, instead of koffi.`);
   out();
   out("| runtime | path | time per graph | C, same process | ratio, same process | C driver | ratio to C driver | ggml-python | ratio to ggml-python |");
   out("|---|---|---|---|---|---|---|---|---|");

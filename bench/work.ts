@@ -35,3 +35,27 @@ export function benchWork(): BenchWork {
   work = ffi.open(path, TABLE).symbols;
   return work;
 }
+
+/** The functions of the Node-API probe (bench/napi_probe.c): the graph loop's five, and one that does nothing. */
+export interface NapiProbe {
+  wsp_ggml_new_tensor_1d(ctx: number, type: number, ne0: number): number;
+  wsp_ggml_new_tensor_2d(ctx: number, type: number, ne0: number, ne1: number): number;
+  wsp_ggml_mul_mat(ctx: number, a: number, b: number): number;
+  wsp_ggml_add(ctx: number, a: number, b: number): number;
+  wsp_ggml_relu(ctx: number, a: number): number;
+  empty(): void;
+}
+
+/**
+ * Loads the Node-API probe on Node.js, where `zig build bench` built it
+ * (Linux, macOS); `null` on Deno and Bun, or when it is not built.
+ */
+export function napiProbe(): NapiProbe | null {
+  if (ffi.runtime !== "node") return null;
+  const file = process.platform === "darwin" ? "libwsp-napi-probe.dylib" : "libwsp-napi-probe.so";
+  const path = join(dirname(fileURLToPath(import.meta.url)), "..", "zig-out", "bench", file);
+  if (!existsSync(path)) return null;
+  const module = { exports: {} as NapiProbe };
+  (process as unknown as { dlopen(m: { exports: unknown }, path: string): void }).dlopen(module, path);
+  return module.exports;
+}
