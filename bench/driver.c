@@ -97,12 +97,6 @@ static int clamp_reps(long long reps) {
     return reps < 1 ? 1 : reps > MAX_SAMPLES ? MAX_SAMPLES : (int) reps;
 }
 
-/** Deterministic values in [-1, 1): the same 32-bit LCG as bench/cases.ts. */
-static float lcg(uint32_t * s) {
-    *s = *s * 1664525u + 1013904223u;
-    return (float) ((*s >> 8) & 0xFFFF) / 32768.0f - 1.0f;
-}
-
 static struct wsp_ggml_context * new_ctx(size_t mem, bool no_alloc) {
     struct wsp_ggml_init_params p = { .mem_size = mem, .mem_buffer = NULL, .no_alloc = no_alloc };
     return wsp_ggml_init(p);
@@ -282,9 +276,9 @@ static void bench_matmul(void) {
     struct wsp_ggml_tensor * b = wsp_ggml_new_tensor_2d(ctx, WSP_GGML_TYPE_F32, size, size);
     uint32_t seed = 42;
     float * af = malloc(elems * sizeof(float));
-    for (size_t i = 0; i < elems; i++) af[i] = lcg(&seed);
+    for (size_t i = 0; i < elems; i++) af[i] = wsp_bench_lcg(&seed);
     float * bf = (float *) b->data;
-    for (size_t i = 0; i < elems; i++) bf[i] = lcg(&seed);
+    for (size_t i = 0; i < elems; i++) bf[i] = wsp_bench_lcg(&seed);
     if (type == WSP_GGML_TYPE_F32) memcpy(a->data, af, elems * sizeof(float));
     else if (type == WSP_GGML_TYPE_F16) wsp_ggml_fp32_to_fp16_row(af, a->data, (int64_t) elems);
     else wsp_ggml_wsp_quantize_chunk(type, af, a->data, 0, size, size, NULL);
@@ -337,23 +331,10 @@ static void bench_memcpy(void) {
 
 // ---- training ---------------------------------------------------------------------------------
 
-/** A normal deviate (Box–Muller) from the LCG, mapped to (0, 1). */
-static float gaussian(uint32_t * s) {
-    float u = (lcg(s) + 1.0f) / 2.0f, v = (lcg(s) + 1.0f) / 2.0f;
-    return sqrtf(-2.0f * logf(1.0f - u * 0.999f)) * cosf(6.2831853f * v);
-}
-
 static void bench_train(void) {
     int epochs = (int) param("epochs", 4), hidden = (int) param("hidden", 64), layers = (int) param("layers", 2);
     int batch = (int) param("batch", 32), threads = (int) param("threads", 2);
     int with_pool = (int) param("pool", 0);
-    const int inputs = 2, classes = 3, per_class = 1000;
-    float lr = 0.005f;
-    // The demo's data: 3 spiral arms of 1000 points, 20% held out; 2400 training points.
-    int total = classes * per_class, n_test = (int) lround(total * 0.2), n_train_all = total - n_test;
-    int ndata = n_train_all / batch * batch;
-    uint32_t seed = 1;
-
     wsp_ggml_backend_t backend = cpu_backend(threads);
     struct wsp_ggml_threadpool * pool = with_pool ? attach_threadpool(backend, threads) : NULL;
     // As the TS Backend.cpu does: an abort callback, checked after every node (it reads a context's
@@ -362,84 +343,22 @@ static void bench_train(void) {
     wsp_ggml_backend_set_abort_callback_t set_abort =
         (wsp_ggml_backend_set_abort_callback_t) wsp_ggml_backend_reg_get_proc_address(g_reg, "wsp_ggml_backend_set_abort_callback");
     if (set_abort) set_abort(backend, (wsp_ggml_abort_callback) wsp_ggml_get_no_alloc, abort_flag);
-    wsp_ggml_backend_sched_t sched = wsp_ggml_backend_sched_new(&backend, NULL, 1, WSP_GGML_DEFAULT_GRAPH_SIZE, false, true);
-    struct wsp_ggml_context * ctx_static = new_ctx(16 * 512 + 4096, true);
-    struct wsp_ggml_tensor * w[16], * bias[16];
-    for (int l = 0; l <= layers; l++) {
-        int n_in = l == 0 ? inputs : hidden, n_out = l == layers ? classes : hidden;
-        w[l] = wsp_ggml_new_tensor_2d(ctx_static, WSP_GGML_TYPE_F32, n_in, n_out);
-        bias[l] = wsp_ggml_new_tensor_1d(ctx_static, WSP_GGML_TYPE_F32, n_out);
+    wsp_bench_trainer * trainer = wsp_bench_train_new(backend, hidden, layers, batch);
+    if (!trainer) {
+        fprintf(stderr, "train: the set-up failed\n");
+        exit(2);
     }
-    struct wsp_ggml_tensor * input = wsp_ggml_new_tensor_2d(ctx_static, WSP_GGML_TYPE_F32, inputs, batch);
-    wsp_ggml_set_input(input);
-    wsp_ggml_backend_buffer_t buf = wsp_ggml_backend_alloc_ctx_tensors(ctx_static, backend);
-    for (int l = 0; l <= layers; l++) {
-        int64_t nw = wsp_ggml_nelements(w[l]), nb = wsp_ggml_nelements(bias[l]);
-        float * v = malloc(sizeof(float) * nw);
-        float sd = sqrtf(2.0f / (float) w[l]->ne[0]);
-        for (int64_t i = 0; i < nw; i++) v[i] = sd * gaussian(&seed);
-        wsp_ggml_backend_tensor_set(w[l], v, 0, sizeof(float) * nw);
-        free(v);
-        wsp_ggml_backend_tensor_memset(bias[l], 0, 0, sizeof(float) * nb);
-        wsp_ggml_set_param(w[l]);
-        wsp_ggml_set_param(bias[l]);
-    }
-    size_t mem = 2048 * 512 + 4096 + 3 * wsp_ggml_graph_overhead_custom(2048, true);
-    struct wsp_ggml_context * ctx_compute = new_ctx(mem, true);
-    struct wsp_ggml_tensor * h = input;
-    for (int l = 0; l <= layers; l++) {
-        h = wsp_ggml_add(ctx_compute, wsp_ggml_mul_mat(ctx_compute, w[l], h), bias[l]);
-        if (l < layers) h = wsp_ggml_relu(ctx_compute, h);
-    }
-    wsp_ggml_set_output(h);
-
-    wsp_ggml_opt_dataset_t dataset = wsp_ggml_opt_dataset_init(WSP_GGML_TYPE_F32, WSP_GGML_TYPE_F32, inputs, classes, ndata, 1);
-    float * x = (float *) wsp_ggml_opt_dataset_data(dataset)->data;
-    float * y = (float *) wsp_ggml_opt_dataset_labels(dataset)->data;
-    for (int i = 0; i < ndata; i++) {
-        int c = i % classes;
-        float r = (float) (i / classes + 1) / (float) per_class;
-        float theta = 6.2831853f * (float) c / classes + 6.2831853f * 2 * r;
-        x[2 * i] = r * cosf(theta) + 0.02f * gaussian(&seed);
-        x[2 * i + 1] = r * sinf(theta) + 0.02f * gaussian(&seed);
-        for (int k = 0; k < classes; k++) y[classes * i + k] = k == c ? 1.0f : 0.0f;
-    }
-
-    struct wsp_ggml_opt_optimizer_params pars = wsp_ggml_opt_get_default_optimizer_params(NULL);
-    pars.adamw.alpha = lr;
-    struct wsp_ggml_opt_params params = wsp_ggml_opt_default_params(sched, WSP_GGML_OPT_LOSS_TYPE_CROSS_ENTROPY);
-    params.ctx_compute = ctx_compute;
-    params.inputs = input;
-    params.outputs = h;
-    params.optimizer = WSP_GGML_OPT_OPTIMIZER_TYPE_ADAMW;
-    params.get_opt_pars = wsp_ggml_opt_get_constant_optimizer_params;
-    params.get_opt_pars_ud = &pars;
-    wsp_ggml_opt_context_t opt = wsp_ggml_opt_init(params);
-
-    int reps = clamp_reps(epochs);
+    int steps = wsp_bench_train_steps(trainer), reps = clamp_reps(epochs);
     double samples[MAX_SAMPLES];
     double loss = 0;
     for (int r = -1; r < reps; r++) {
-        wsp_ggml_opt_result_t train = wsp_ggml_opt_result_init(), eval = wsp_ggml_opt_result_init();
-        double t0 = now_ns();
-        wsp_ggml_opt_epoch(opt, dataset, train, eval, ndata, NULL, NULL);
-        wsp_ggml_backend_sched_reset(sched);
-        double dt = now_ns() - t0;
-        double unc;
-        wsp_ggml_opt_result_loss(train, &loss, &unc);
-        wsp_ggml_opt_result_free(train);
-        wsp_ggml_opt_result_free(eval);
-        if (r >= 0) samples[r] = dt / (ndata / batch);
+        double dt = wsp_bench_train_epoch(trainer, &loss);
+        if (r >= 0) samples[r] = dt / steps;
     }
     char label[64];
     snprintf(label, sizeof(label), "one optimizer step, %d thread%s%s", threads, threads == 1 ? "" : "s", pool ? ", threadpool" : "");
-    report("train", label, samples, reps, ndata / batch, loss);
-    wsp_ggml_opt_free(opt);
-    wsp_ggml_opt_dataset_free(dataset);
-    wsp_ggml_free(ctx_compute);
-    wsp_ggml_backend_buffer_free(buf);
-    wsp_ggml_free(ctx_static);
-    wsp_ggml_backend_sched_free(sched);
+    report("train", label, samples, reps, steps, loss);
+    wsp_bench_train_free(trainer);
     wsp_ggml_backend_free(backend);
     threadpool_free(pool);
     wsp_ggml_free(abort_flag);

@@ -6,6 +6,7 @@
 
 #include "ggml.h"
 #include "ggml-backend.h"
+#include "ggml-opt.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +39,28 @@ WSP_BENCH_API double wsp_bench_graphs(int layers, int hidden, int batch, int64_t
 
 /** One compute of `gf` on `backend`: its ns, or -1 when it fails. */
 WSP_BENCH_API double wsp_bench_compute(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph * gf);
+
+/** Deterministic values in [-1, 1): the 32-bit LCG of bench/cases.ts (`lcgFill`). */
+WSP_BENCH_API float wsp_bench_lcg(uint32_t * s);
+
+/** The demo's training (bench `train`): model, data and optimizer; see wsp_bench_train_new. */
+typedef struct wsp_bench_trainer wsp_bench_trainer;
+
+/**
+ * The demo's MLP (2 → hidden ×layers → 3, relu) on 3 spiral arms (2400 training points), ggml-opt
+ * AdamW (lr 0.005) with cross-entropy, through a scheduler over the CPU `backend`, which the caller
+ * made, set up (threads, threadpool, abort callback) and frees after wsp_bench_train_free. NULL
+ * when a step of the set-up fails.
+ */
+WSP_BENCH_API wsp_bench_trainer * wsp_bench_train_new(wsp_ggml_backend_t backend, int hidden, int layers, int batch);
+
+/** Optimizer steps per epoch. */
+WSP_BENCH_API int wsp_bench_train_steps(const wsp_bench_trainer * t);
+
+/** One epoch (wsp_ggml_opt_epoch, then a scheduler reset): its ns; `*loss` gets its training loss. */
+WSP_BENCH_API double wsp_bench_train_epoch(wsp_bench_trainer * t, double * loss);
+
+WSP_BENCH_API void wsp_bench_train_free(wsp_bench_trainer * t);
 
 /** malloc / free for callers without a C heap of their own (the TS cases). */
 WSP_BENCH_API void * wsp_bench_alloc(size_t bytes);

@@ -17,6 +17,10 @@ const TABLE = {
   wsp_bench_graph_mem: { args: ["i32"], result: "usize" },
   wsp_bench_graphs: { args: ["i32", "i32", "i32", "i64", "pointer", "pointer"], result: "f64" },
   wsp_bench_compute: { args: ["pointer", "pointer"], result: "f64" },
+  wsp_bench_train_new: { args: ["pointer", "i32", "i32", "i32"], result: "pointer" },
+  wsp_bench_train_steps: { args: ["pointer"], result: "i32" },
+  wsp_bench_train_epoch: { args: ["pointer", "pointer"], result: "f64" },
+  wsp_bench_train_free: { args: ["pointer"], result: "void" },
   wsp_bench_alloc: { args: ["usize"], result: "pointer" },
   wsp_bench_free: { args: ["pointer"], result: "void" },
 } as const satisfies FunctionTable;
