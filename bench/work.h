@@ -50,7 +50,8 @@ typedef struct wsp_bench_trainer wsp_bench_trainer;
  * The demo's MLP (2 → hidden ×layers → 3, relu) on 3 spiral arms (2400 training points), ggml-opt
  * AdamW (lr 0.005) with cross-entropy, through a scheduler over the CPU `backend`, which the caller
  * made, set up (threads, threadpool, abort callback) and frees after wsp_bench_train_free. NULL
- * when a step of the set-up fails.
+ * for sizes out of range (layers 0..15, hidden and batch >= 1) or when the weights' buffer cannot
+ * be allocated; the other steps' failures abort in ggml, as in the driver before.
  */
 WSP_BENCH_API wsp_bench_trainer * wsp_bench_train_new(wsp_ggml_backend_t backend, int hidden, int layers, int batch);
 
