@@ -275,6 +275,8 @@ export class GgufFile {
       if (alloc) {
         this.#withFile((fd) => {
           for (const info of infos) {
+            // A zero-element tensor has no data in a context (ggml leaves it NULL): nothing to read.
+            if (info.nbytes === 0) continue;
             const { buffer, offset } = tensors.get(info.name)!._location("loadTensors");
             this.#read(fd, info, new Uint8Array(buffer, offset, info.nbytes));
           }

@@ -122,7 +122,10 @@ class Cursor {
     return this.size - this.pos;
   }
 
-  /** Makes `n` bytes at `pos` available in the window; returns their offset in it. */
+  /**
+   * Makes `n` bytes at `pos` available in the window; returns their offset in it.
+   * It may replace the window, so callers read `#view` / `#buf` only after it returns.
+   */
   #need(n: number, what: string): number {
     if (n > this.left) throw new GgufError("TRUNCATED", `${what}: needs ${n} bytes, the file has ${this.left} left`, this.pos);
     const end = this.#start + this.#buf.length;
@@ -143,26 +146,30 @@ class Cursor {
   }
 
   u32(what: string): number {
-    const v = this.#view.getUint32(this.#need(4, what), true);
+    const at = this.#need(4, what);
+    const v = this.#view.getUint32(at, true);
     this.pos += 4;
     return v;
   }
 
   i32(what: string): number {
-    const v = this.#view.getInt32(this.#need(4, what), true);
+    const at = this.#need(4, what);
+    const v = this.#view.getInt32(at, true);
     this.pos += 4;
     return v;
   }
 
   /** A u64 / i64 as a bigint. */
   u64(what: string): bigint {
-    const v = this.#view.getBigUint64(this.#need(8, what), true);
+    const at = this.#need(8, what);
+    const v = this.#view.getBigUint64(at, true);
     this.pos += 8;
     return v;
   }
 
   i64(what: string): bigint {
-    const v = this.#view.getBigInt64(this.#need(8, what), true);
+    const at = this.#need(8, what);
+    const v = this.#view.getBigInt64(at, true);
     this.pos += 8;
     return v;
   }

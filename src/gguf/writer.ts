@@ -31,6 +31,8 @@ type Storage = { new (n: number): ArrayLike<number | bigint> & { [i: number]: nu
 const STORAGE: Partial<Record<number, Storage>> = { ...GGUF_ARRAYS, [GgufType.BOOL]: Uint8Array } as Partial<Record<number, Storage>>;
 const NAMES = new Map(Object.entries(GgufType).map(([k, v]) => [v as number, k.toLowerCase()]));
 const ALIGNMENT_KEY = "general.alignment";
+/** The address given to zero-element tensors (see addTensor); module-lived, never read. */
+const EMPTY = new Uint8Array(8);
 
 /** A scalar checked for `type`, as the value C takes. */
 function checkScalar(what: string, type: number, v: unknown): number | bigint | boolean | string {
@@ -245,7 +247,15 @@ export class GgufWriter {
     if (name.length === 0) throw new GgufError("INVALID", `addTensor: ${tensor.describe()} has no name (setName first)`);
     if (this.#tensors.has(name)) throw new GgufError("DUPLICATE", `addTensor: a tensor named ${JSON.stringify(name)} was already added`);
     if (!tensor.isContiguous) throw new ShapeError(`addTensor: ${tensor.describe()} is not contiguous (ggml writes contiguous data only); add ctx.cont() of it`);
-    runtime().lib.symbols.wsp_gguf_add_tensor(this.#ptr, tensor.pointer);
+    const s = runtime().lib.symbols;
+    s.wsp_gguf_add_tensor(this.#ptr, tensor.pointer);
+    // ggml's writer asserts on a NULL data pointer even for 0 bytes, and a context leaves a
+    // zero-element tensor's data NULL: give its copy in the writer an address it never reads.
+    if (tensor.nbytes === 0 && !tensor.isAllocated) {
+      const n = cString(name);
+      s.wsp_gguf_set_tensor_data(this.#ptr, ffi.addressOf(n), ffi.addressOf(EMPTY));
+      keepAlive(n);
+    }
     this.#tensors.set(name, tensor);
     return this;
   }
@@ -275,7 +285,7 @@ export class GgufWriter {
     const metaOnly = options.metaOnly ?? false;
     for (const [name, t] of this.#tensors) {
       if (t.context.freed) throw new UseAfterFreeError(`write: the context of tensor ${JSON.stringify(name)} was freed`);
-      if (!metaOnly && !t.isAllocated) throw new NotAllocatedError(`write: tensor ${JSON.stringify(name)} has no data (write with { metaOnly: true }, or allocate it)`);
+      if (!metaOnly && !t.isAllocated && t.nbytes > 0) throw new NotAllocatedError(`write: tensor ${JSON.stringify(name)} has no data (write with { metaOnly: true }, or allocate it)`);
     }
     const f = cString(path);
     const ok = runtime().lib.symbols.wsp_gguf_write_to_file(p, ffi.addressOf(f), metaOnly);
