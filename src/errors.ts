@@ -23,7 +23,8 @@ export type GgmlErrorCode =
   | "UNSUPPORTED"
   | "COMPUTE"
   | "LIBRARY_NOT_FOUND"
-  | "GGUF";
+  | "GGUF"
+  | "WORKER";
 
 /** The base class of every error the API throws on purpose. */
 export class GgmlError extends Error {
@@ -145,6 +146,18 @@ export class ComputeError extends GgmlError {
   constructor(message: string, status: number) {
     super("COMPUTE", message);
     this.status = status;
+  }
+}
+
+/**
+ * A non-blocking native call could not be made: the thread that makes it on
+ * Bun failed to start or died. Every call pending on it rejects with this;
+ * the next call starts a new thread.
+ */
+export class WorkerError extends GgmlError {
+  /** @param message what happened to the thread */
+  constructor(message: string) {
+    super("WORKER", message);
   }
 }
 

@@ -7,7 +7,7 @@
  * they have one (`num_abi.ts`): a `double` argument is several times
  * cheaper for bun:ffi than a `ptr` or an `i64`. Bun has no non-blocking call (oven-sh/bun#5490): the
  * `async` variants run the call on a worker thread (`bun_worker.ts`) that
- * opened the same library.
+ * opens the same library.
  *
  * @module
  */
@@ -17,7 +17,8 @@ import { BUN_TYPES } from "./native_types.ts";
 import { isPointer, missing, missingReason, toPointer } from "./common.ts";
 import { acceptBigInts, numDef } from "./num_abi.ts";
 import type { FfiAdapter, FfiType, FunctionDef, FunctionTable, NativeLibrary } from "./types.ts";
-import type { WorkerCall } from "./bun_worker.ts";
+import { WORKER_SOURCE, type WorkerCall } from "./bun_worker.ts";
+import { WorkerError } from "../errors.ts";
 
 
 /** The bun:ffi type of a runtime-neutral FFI type. */
@@ -45,37 +46,54 @@ interface CallWorker {
 
 let callWorker: CallWorker | undefined;
 
+/** For tests: the source the next worker starts from (a broken one shows how failures reach callers). */
+export const workerSource = { text: WORKER_SOURCE };
+
 /**
  * The worker that makes non-blocking calls, started on first use. It is
  * referenced only while calls are pending, so it never keeps the process
- * alive on its own; calls are made one at a time, in order.
+ * alive on its own; calls are made one at a time, in order. When it fails to
+ * start or dies, every pending call rejects with a {@linkcode WorkerError}
+ * and the next call starts a new one.
  */
 function worker(): CallWorker {
   if (callWorker) return callWorker;
+  const url = URL.createObjectURL(new Blob([workerSource.text], { type: "text/javascript" }));
   // Bun's Worker has ref()/unref() (as Node's does); the DOM typing lacks them.
-  const w = new Worker(new URL("./bun_worker.ts", import.meta.url).href) as Worker & { ref(): void; unref(): void };
+  const w = new Worker(url) as Worker & { ref(): void; unref(): void };
   w.unref();
   const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let next = 0;
+  const fail = (why: string) => {
+    if (me === callWorker) callWorker = undefined;
+    URL.revokeObjectURL(url);
+    const calls = [...pending.values()];
+    pending.clear();
+    w.terminate();
+    for (const p of calls) p.reject(new WorkerError(`the thread that makes non-blocking calls ${why}`));
+  };
   w.onmessage = (e: MessageEvent<{ id: number; value?: unknown; error?: string }>) => {
     const p = pending.get(e.data.id);
     if (!p) return;
     pending.delete(e.data.id);
     if (pending.size === 0) w.unref();
-    if (e.data.error !== undefined) p.reject(new Error(e.data.error));
+    if (e.data.error !== undefined) p.reject(new WorkerError(`the non-blocking call failed: ${e.data.error}`));
     else p.resolve(e.data.value);
   };
-  callWorker = {
+  w.addEventListener("error", (e: Event) => fail(`failed: ${(e as ErrorEvent).message || "an error without a message"}`));
+  w.addEventListener("close", () => fail("ended"));
+  const me: CallWorker = {
     call: (path, symbol, def, args) =>
       new Promise((resolve, reject) => {
         const id = next++;
         pending.set(id, { resolve, reject });
         if (pending.size === 1) w.ref();
-        const message: WorkerCall = { id, path, symbol, def, args };
+        const message: WorkerCall = { id, path, symbol, sig: { args: def.args.map(bunType), returns: bunType(def.result) }, args };
         w.postMessage(message);
       }),
   };
-  return callWorker;
+  callWorker = me;
+  return me;
 }
 
 function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {

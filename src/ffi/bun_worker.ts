@@ -5,15 +5,15 @@
  * there, so the main thread's event loop keeps running. Pointers cross as
  * numbers and mean the same memory on both threads.
  *
- * Messages in: `{ id, path, symbol, def, args }`; out: `{ id, value }` or
- * `{ id, error }`.
+ * The worker is started from {@linkcode WORKER_SOURCE} through a blob URL,
+ * not from a file: a module file would have to be found beside the caller,
+ * which differs between the sources (`.ts`), the npm package (`.js`) and a
+ * `bun build --compile` executable (no file at all).
+ *
+ * Messages in: {@linkcode WorkerCall}; out: `{ id, value }` or `{ id, error }`.
  *
  * @module
  */
-import { dlopen } from "bun:ffi";
-import type { FFIFunction } from "bun:ffi";
-import { bunSymbol } from "./bun.ts";
-import type { FunctionDef } from "./types.ts";
 
 /** One call to make. */
 export interface WorkerCall {
@@ -23,24 +23,23 @@ export interface WorkerCall {
   readonly path: string;
   /** The exported name. */
   readonly symbol: string;
-  /** Its signature. */
-  readonly def: FunctionDef;
+  /** Its bun:ffi signature (FFIType codes). */
+  readonly sig: { readonly args: readonly number[]; readonly returns: number };
   /** The arguments (pointers as numbers). */
   readonly args: unknown[];
 }
 
-declare const self: { onmessage: ((e: MessageEvent<WorkerCall>) => void) | null; postMessage(m: unknown): void };
-
-const bound = new Map<string, (...a: unknown[]) => unknown>();
-
-self.onmessage = (e: MessageEvent<WorkerCall>) => {
-  const { id, path, symbol, def, args } = e.data;
+/** The worker's module source (plain JavaScript: it is not transpiled). */
+export const WORKER_SOURCE = `
+import { dlopen } from "bun:ffi";
+const bound = new Map();
+self.onmessage = (e) => {
+  const { id, path, symbol, sig, args } = e.data;
   try {
-    const key = `${path}\0${symbol}`;
+    const key = path + "\\0" + symbol;
     let f = bound.get(key);
     if (!f) {
-      const lib = dlopen(path, { [symbol]: bunSymbol(def) as FFIFunction }) as unknown as { symbols: Record<string, (...a: unknown[]) => unknown> };
-      f = lib.symbols[symbol];
+      f = dlopen(path, { [symbol]: { args: sig.args, returns: sig.returns } }).symbols[symbol];
       bound.set(key, f);
     }
     let value = f(...args);
@@ -50,3 +49,4 @@ self.onmessage = (e: MessageEvent<WorkerCall>) => {
     self.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
   }
 };
+`;

@@ -28,6 +28,8 @@ test("bun build --compile: one executable with the libraries embedded computes a
       assert.equal(r.status, 0, `run ${run}: ${r.status ?? r.signal}\n${r.stdout}\n${r.stderr}`);
       const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
       assert.deepEqual(out.c, [4, 10, 2, 5]);
+      assert.deepEqual(out.asyncC, [4, 10, 2, 5], "graphComputeAsync in the executable");
+      assert.equal(out.aborted, "AbortError", "a long graphComputeAsync whose signal aborted");
       assert.ok(out.library.startsWith(join(work, "cache", "embedded-")), out.library);
     }
   } finally {

@@ -40,6 +40,10 @@ interface Result {
   variant: string;
   version: string;
   ggmlCommit: string;
+  /** The same mul_mat computed off the JS thread (graphComputeAsync). */
+  asyncC: number[];
+  /** The error name a long async compute rejected with when its signal aborted. */
+  aborted: string;
 }
 
 // mul_mat of a (3×2) and b (3×2): c[i][j] = Σₖ a[j][k]·b[i][k]; y = softmax(c/2) by rows.
@@ -103,6 +107,8 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
     assert.equal(r.runtime, runtime);
     assert.deepEqual(r.shape, [2, 2, 1, 1]);
     assert.deepEqual(r.c, C);
+    assert.deepEqual(r.asyncC, C, "graphComputeAsync");
+    assert.equal(r.aborted, "AbortError", "a long graphComputeAsync whose signal aborted");
     r.y.forEach((v, i) => assert.ok(Math.abs(v - Y[i]) < 1e-5, `y[${i}] = ${v}, want ${Y[i]}`));
     assert.equal(r.source, "package");
     assert.ok(r.base.startsWith(join(project, "node_modules", "@wsp-ggml", host())), r.base);

@@ -1,7 +1,42 @@
 // The program of tests/package/pack.test.ts, run unchanged under Node, Bun and
 // Deno in a project that installed wsp-ggml from its tarballs: it computes a
 // small graph and prints one JSON line for the test to check.
-import { Context, systemInfo, Type } from "wsp-ggml";
+import { allocCtxTensors, Backend, Context, Gallocr, systemInfo, tensorGet, tensorSet, Type } from "wsp-ggml";
+
+/** The graph off the JS thread (Bun: a worker), then a long one stopped by an AbortSignal. */
+async function asyncCompute() {
+  const cpu = Backend.cpu({ nThreads: 2 });
+  const w = new Context({ memSize: 1 << 20, noAlloc: true });
+  const g = new Context({ memSize: 1 << 20, noAlloc: true });
+  try {
+    const a = w.newTensor2d(Type.F32, 3, 2), b = w.newTensor2d(Type.F32, 3, 2), x = w.newTensor2d(Type.F32, 256, 256);
+    const buf = allocCtxTensors(w, cpu);
+    tensorSet(a, new Float32Array([1, 2, 3, 4, 5, 6]));
+    tensorSet(b, new Float32Array([1, 0, 1, 0, 1, 0]));
+    tensorSet(x, new Float32Array(256 * 256).fill(0.001));
+    const c = g.mulMat(a, b);
+    const small = g.newGraph().buildForwardExpand(c);
+    let y = x;
+    for (let i = 0; i < 200; i++) y = g.mulMat(x, y);
+    const long = g.newGraphCustom(512).buildForwardExpand(y);
+    const ga = new Gallocr(cpu.defaultBufferType);
+    ga.allocGraph(small);
+    await cpu.graphComputeAsync(small);
+    const asyncC = Array.from(tensorGet(c));
+    ga.allocGraph(long);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 5);
+    let aborted = "not aborted";
+    await cpu.graphComputeAsync(long, { signal: ac.signal }).catch((e) => { aborted = e.name; });
+    ga.free();
+    buf.free();
+    return { asyncC, aborted };
+  } finally {
+    g.free();
+    w.free();
+    cpu.free();
+  }
+}
 
 const ctx = new Context({ memSize: 16 << 20 });
 try {
@@ -21,6 +56,7 @@ try {
     variant: info.cpuVariant.name,
     version: info.version,
     ggmlCommit: info.ggmlCommit,
+    ...await asyncCompute(),
   }));
 } finally {
   ctx.free();
