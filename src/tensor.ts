@@ -44,7 +44,8 @@ function contiguousAbove(n: number, traits: TypeTraits, ne0: number, nb0: number
 /** runtime().traits, fetched once by the hot checks. */
 let TRAITS: readonly (TypeTraits | undefined)[] | undefined;
 
-const decoder = new TextDecoder();
+// ignoreBOM: a leading U+FEFF is part of the value (Gemma has six tokens that start with one).
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 const encoder = new TextEncoder();
 
 /** @internal Reads the little-endian 64-bit integer at byte `at` of 32-bit `words` as a number (exact below 2^53). */

@@ -128,3 +128,23 @@ test("a 300,000-string vocabulary written by Python: read, loaded, written back 
   backend.free();
   context.free();
 });
+
+test("strings keep a leading U+FEFF (a byte-order mark is part of a value, a key or a name)", () => {
+  const path = join(tmp, "bom.gguf");
+  const ctx = new Context({ memSize: 1 << 16 });
+  const w = new GgufWriter();
+  w.set("\uFEFFkey", GgufType.STRING, "\uFEFFx");
+  w.setArray("arr", GgufType.STRING, ["\uFEFF", "\uFEFF//", "a\uFEFF"]);
+  w.addTensor(ctx.newTensor1d(Type.F32, 2).set(new Float32Array([1, 2])).setName("\uFEFFt"));
+  w.write(path);
+  w.free();
+  const f = readGguf(path);
+  assert.deepEqual(f.keys(), ["\uFEFFkey", "arr"]);
+  assert.equal(f.get("\uFEFFkey"), "\uFEFFx");
+  assert.deepEqual(f.get("arr"), ["\uFEFF", "\uFEFF//", "a\uFEFF"]);
+  assert.deepEqual(f.tensors.map((t) => t.name), ["\uFEFFt"]);
+  const { context, tensors } = f.loadTensors();
+  assert.equal([...tensors.values()][0].name, "\uFEFFt");
+  context.free();
+  ctx.free();
+});

@@ -138,7 +138,7 @@ export class StructView<L extends StructLayout = StructLayout> {
     if (!f || f.length === undefined || f.size !== f.length) throw new TypeError(`${this.layout.name}.${name} is not a char array`);
     const bytes = new Uint8Array(this.data.buffer, this.data.byteOffset + f.offset, f.length);
     const end = bytes.indexOf(0);
-    return new TextDecoder().decode(bytes.subarray(0, end < 0 ? f.length : end));
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes.subarray(0, end < 0 ? f.length : end));
   }
 
   /** A view of the nested struct or union field `name`, sharing this memory. */

@@ -81,7 +81,8 @@ export const GGUF_ARRAYS: Partial<Record<number, GgufArrayCtor>> = {
   [GgufType.INT64]: BigInt64Array,
 };
 
-const decoder = new TextDecoder();
+// ignoreBOM: a leading U+FEFF is part of the value (Gemma has six tokens that start with one).
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 type Symbols = ReturnType<typeof runtime>["lib"]["symbols"];
 
 /** A string ggml holds as a C string, read with its known length (embedded NULs kept). */

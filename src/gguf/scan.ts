@@ -108,7 +108,8 @@ export interface Scan {
 }
 
 const CHUNK = 1 << 20;
-const decoder = new TextDecoder();
+// ignoreBOM: a leading U+FEFF is part of the value (Gemma has six tokens that start with one).
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /** Reads a file forwards through a window, so that a large file is never read whole. */
 class Cursor {
