@@ -446,7 +446,11 @@ const vers = versions(peer);
 const figures = runAll(plan(peer.ok));
 const seconds = (Date.now() - started) / 1000;
 const { text, targets } = report(figures, mach, vers, peer, seconds);
-writeFileSync(join(root, "bench", "RESULTS.md"), text);
+// The real-model section belongs to bench/llm_run.mjs: keep it.
+const resultsFile = join(root, "bench", "RESULTS.md");
+const old = existsSync(resultsFile) ? readFileSync(resultsFile, "utf8") : "";
+const llm = /<!-- llm:begin[\s\S]*?<!-- llm:end -->/.exec(old)?.[0];
+writeFileSync(resultsFile, llm ? `${text.trimEnd()}\n\n${llm}\n` : text);
 writeFileSync(join(root, "bench", "results.json"), JSON.stringify({ quick, runs: RUNS, seconds, machine: mach, versions: vers, peer, targets, figures: [...figures.values()] }, null, 1) + "\n");
 log(`wrote bench/RESULTS.md and bench/results.json in ${seconds.toFixed(0)} s`);
 for (const [t, m, v] of targets) log(`${v.toUpperCase()}: ${t}: ${m}`);

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// `npm start`: set-up (vendor, zig, host build), then the main job: the demo
-// (examples/demo/main.ts: train an MLP with ggml-opt, save it to GGUF, reload, evaluate).
+// `npm start`: set-up (vendor, zig, host build), then the main job: text generation with a
+// real model (examples/llm/main.ts: Gemma 3 270M, fetched on first use). `npm run demo` runs
+// the spiral training demo instead (examples/demo/main.ts).
 //
-//   npm start [-- demo flags]          the demo on Node
-//   bun run start [-- demo flags]      the demo on Bun (set-up on Node)
-//   deno task start [demo flags]       the demo on Deno (set-up on Node)
-//   node scripts/start.mjs --runtime deno|bun|node [demo flags]
+//   npm start [-- flags]               generation on Node
+//   bun run start [-- flags]           on Bun (set-up on Node)
+//   deno task start [flags]            on Deno (set-up on Node)
+//   node scripts/start.mjs [--demo] [--runtime deno|bun|node] [flags]
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { bin, root, setup } from "./setup.mjs";
@@ -14,7 +15,10 @@ const args = process.argv.slice(2);
 const at = args.indexOf("--runtime");
 const agent = process.env.npm_config_user_agent ?? "";
 const runtime = at >= 0 ? args.splice(at, 2)[1] : agent.startsWith("bun/") ? "bun" : agent.startsWith("deno/") ? "deno" : "node";
-const main = path.join(root, "examples", "demo", "main.ts");
+const demo = args.includes("--demo");
+if (demo) args.splice(args.indexOf("--demo"), 1);
+const job = demo ? "the demo" : "generation";
+const main = path.join(root, "examples", demo ? "demo" : "llm", "main.ts");
 const commands = {
   node: [process.execPath, ["--import", "tsx", main]],
   bun: [bin("bun"), [main]],
@@ -28,5 +32,5 @@ await setup({ libclang: false });
 const [cmd, cmdArgs] = commands[runtime];
 const t0 = Date.now();
 const r = spawnSync(cmd, [...cmdArgs, ...args], { cwd: root, stdio: "inherit" });
-console.log(`start: the demo on ${runtime} took ${((Date.now() - t0) / 1000).toFixed(1)} s (wall, including start-up)`);
+console.error(`start: ${job} on ${runtime} took ${((Date.now() - t0) / 1000).toFixed(1)} s (wall, including start-up)`);
 process.exit(r.status ?? 1);

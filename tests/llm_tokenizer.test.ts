@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readGguf } from "../mod.ts";
 import { Tokenizer, TokenType } from "../examples/llm/tokenizer.ts";
+import { gemmaModel } from "./llm_model.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
@@ -34,13 +35,9 @@ interface Fixture {
 }
 const fixture: Fixture = JSON.parse(readFileSync(join(here, "fixtures", "llm", "llama_cpp.json"), "utf8"));
 
-// The cache folder of examples/llm/fetch.ts (same variable, same default).
-const modelPath = join(process.env.WSP_GGML_MODEL_CACHE || join(root, ".cache", "models", "gemma3-270m"), fixture.model.file);
-const missing = !existsSync(modelPath)
-  ? `the model is not cached (${fixture.model.file}; run examples/llm/main.ts once to fetch it)`
-  : statSync(modelPath).size !== fixture.model.bytes
-  ? `the cached ${fixture.model.file} is not the fixture's file (size differs)`
-  : "";
+const model = await gemmaModel();
+const modelPath = model.path;
+const missing = model.skip || (statSync(modelPath).size !== fixture.model.bytes ? `the cached ${fixture.model.file} is not the fixture's file (size differs)` : "");
 if (missing) console.warn(`skipping the llama.cpp tokenizer checks: ${missing}`);
 
 let cached: Tokenizer | undefined;

@@ -4,18 +4,10 @@
  *
  * @module
  */
+import { mulberry32 } from "../shared/program.ts";
 
 /** A seeded pseudo-random generator (mulberry32): numbers in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng: (seed: number) => () => number = mulberry32;
 
 /** A normal deviate (Box–Muller) from a uniform generator. */
 export function gaussian(random: () => number): number {

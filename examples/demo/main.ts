@@ -11,8 +11,7 @@
  */
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { GgufType, systemInfo } from "../../mod.ts";
@@ -20,6 +19,7 @@ import { spirals } from "./data.ts";
 import { accuracy, type Hyper, loadGguf, predict, saveGguf } from "./model.ts";
 import { reporter } from "./progress.ts";
 import { train } from "./train.ts";
+import { isProgram } from "../shared/program.ts";
 
 /** The demo's options (the CLI's flags). */
 export interface DemoOptions {
@@ -184,13 +184,6 @@ export function main(argv: string[]): number {
   return 0;
 }
 
-/** Whether this module is the program (Deno and Bun say so; on Node, compare the script path). */
-function isProgram(): boolean {
-  const m = (import.meta as { main?: boolean }).main;
-  if (m !== undefined) return m;
-  return process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
-}
-
-if (isProgram()) {
+if (isProgram(import.meta)) {
   process.exitCode = main(process.argv.slice(2));
 }

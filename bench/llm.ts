@@ -1,0 +1,99 @@
+/**
+ * The Gemma 3 270M runner (examples/llm/) timed as bench/llm_peer.mjs times llama.cpp, so the
+ * two print comparable figures: pp128 and pp512 (a prompt of 128 / 512 tokens from an empty KV
+ * cache, tokens/s), tg128 (128 greedy single-token decodes from BOS, tokens/s), medians of
+ * `reps` samples after one warm-up each, the same LCG token ids, the same thread count.
+ * Beside each figure, where the time went (graph builds, scheduler allocations, inputs,
+ * compute, logits read, arg-max), from the model's own counters.
+ *
+ *   deno run -A bench/llm.ts | bun bench/llm.ts | node --import tsx bench/llm.ts
+ *     [--model FILE] [--threads 2] [--reps 5] [--only pp128,pp512,tg128]
+ *
+ * Prints one JSON line. bench/llm_run.mjs runs it on every runtime, interleaved with the peer.
+ *
+ * @module
+ */
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { readGguf, systemInfo } from "../mod.ts";
+import { ensureModel } from "../examples/llm/fetch.ts";
+import { peakRss } from "../examples/llm/main.ts";
+import { type ForwardStats, GemmaModel } from "../examples/llm/model.ts";
+import { argmax } from "../examples/llm/sampler.ts";
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: { model: { type: "string" }, threads: { type: "string" }, reps: { type: "string" }, only: { type: "string" } },
+});
+const threads = Number(values.threads ?? 2), reps = Number(values.reps ?? 5);
+const only = (values.only ?? "pp128,pp512,tg128").split(",");
+
+/** Deterministic ordinary token ids (32-bit LCG): bench/llm_peer.mjs's `tokens`. */
+function tokens(n: number, seed: number): number[] {
+  let x = seed >>> 0;
+  return Array.from({ length: n }, () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return 1000 + (x % 200000);
+  });
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const round = (x: number) => Math.round(x * 10) / 10;
+
+const path = values.model ?? await ensureModel();
+const file = readGguf(path);
+using model = GemmaModel.fromGguf(file, { threads, nCtx: 1024 });
+const bos = Number(file.get("tokenizer.ggml.bos_token_id") ?? 2);
+const fresh = (): ForwardStats => ({ graphsBuilt: 0, buildMs: 0, allocs: 0, allocMs: 0, inputMs: 0, computeMs: 0, outputMs: 0, computes: 0 });
+
+/** Tokens/s of each sample after the warm-up, and the counters of the last sample per token. */
+function time(n: number, run: (r: number) => number): { samples: number[]; perToken: Record<string, number> } {
+  const samples: number[] = [];
+  let perToken: Record<string, number> = {};
+  for (let r = 0; r <= reps; r++) {
+    model.reset();
+    model.stats = fresh();
+    const t0 = performance.now();
+    const extraMs = run(r);
+    const s = (performance.now() - t0) / 1000;
+    if (r > 0) samples.push(n / s);
+    const st = model.stats;
+    perToken = {
+      totalMs: (s * 1000) / n, computeMs: st.computeMs / n, buildMs: st.buildMs / n, allocMs: st.allocMs / n,
+      inputMs: st.inputMs / n, outputMs: st.outputMs / n, argmaxMs: extraMs / n, graphsBuilt: st.graphsBuilt, allocs: st.allocs,
+    };
+  }
+  return { samples, perToken: Object.fromEntries(Object.entries(perToken).map(([k, v]) => [k, Math.round(v * 1000) / 1000])) };
+}
+
+const pp = (n: number) => time(n, (r) => (model.forward(tokens(n, r + 1)), 0));
+const tg = (n: number) =>
+  time(n, () => {
+    let id = bos, argmaxMs = 0;
+    for (let i = 0; i < n; i++) {
+      const logits = model.forward([id]);
+      const t = performance.now();
+      id = argmax(logits);
+      argmaxMs += performance.now() - t;
+    }
+    return argmaxMs;
+  });
+
+const results: Record<string, ReturnType<typeof pp>> = {};
+if (only.includes("pp128")) results.pp128 = pp(128);
+if (only.includes("pp512")) results.pp512 = pp(512);
+if (only.includes("tg128")) results.tg128 = tg(128);
+const info = systemInfo();
+console.log(JSON.stringify({
+  runtime: `${info.runtime.name} ${info.runtime.version}`,
+  variant: info.cpuVariant.name,
+  threads,
+  reps,
+  ...Object.fromEntries(Object.entries(results).map(([k, v]) => [k, round(median(v.samples))])),
+  peakRssMiB: round(peakRss() / 2 ** 20),
+  samples: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.samples.map(round)])),
+  perToken: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.perToken])),
+}));

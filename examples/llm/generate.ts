@@ -1,0 +1,155 @@
+/**
+ * Text generation: the prompt through the model in batches, then one token
+ * per step, sampled, streamed as text pieces, until EOS / `<end_of_turn>`,
+ * the token budget, or an `AbortSignal`.
+ *
+ * @module
+ */
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { GemmaModel } from "./model.ts";
+import { createRng, sample, type SamplerOptions } from "./sampler.ts";
+
+/** What generation needs of a tokenizer (`examples/llm/tokenizer.ts` provides it). */
+export interface TokenizerLike {
+  /** Beginning-of-sequence id. */
+  readonly bos: number;
+  /** End-of-sequence id (generation stops on it). */
+  readonly eos: number;
+  /** Tokens in the vocabulary. */
+  readonly vocabSize: number;
+  /** Token ids of `text`, BOS first when `addBos`. */
+  encode(text: string, opts?: { addBos?: boolean }): number[];
+  /** Streaming decode, UTF-8 safe when a character spans tokens. */
+  decoder(): { push(id: number): string; flush(): string };
+  /** Whether `id` is a control token (`<end_of_turn>`, `<eos>`, …). */
+  isControl(id: number): boolean;
+}
+
+/** Gemma's end-of-turn token (a control token in its vocabulary). */
+export const END_OF_TURN_ID = 106;
+
+/** Options of {@linkcode generate}. */
+export interface GenerateOptions extends SamplerOptions {
+  /** Most tokens to generate (default 128). */
+  readonly maxTokens?: number;
+  /** PRNG seed (default 42). */
+  readonly seed?: number;
+  /** Stops generation (the iterator throws the signal's reason). */
+  readonly signal?: AbortSignal;
+  /** Further token ids that end generation (EOS and `<end_of_turn>` always do). */
+  readonly stopIds?: readonly number[];
+  /** Keep the KV cache from earlier calls instead of starting at position 0 (default false). */
+  readonly keepCache?: boolean;
+  /** Add BOS when the prompt is text (default true). */
+  readonly addBos?: boolean;
+}
+
+/**
+ * One generated token and the text it completes (possibly "" while a
+ * character spans tokens). A last piece with id -1 carries what the decoder
+ * held back at the end (an incomplete character).
+ */
+export interface Piece {
+  readonly id: number;
+  readonly text: string;
+}
+
+/** Timings of a generation, filled in as it runs. */
+export interface GenerateStats {
+  promptTokens: number;
+  /** Milliseconds for the prompt (its forward passes). */
+  promptMs: number;
+  generatedTokens: number;
+  /** Milliseconds of sampling and forward passes for the generated tokens. */
+  generateMs: number;
+  /** Why it ended: "eos", "length", "abort", or "" while running. */
+  stop: "" | "eos" | "length" | "abort";
+  /** Prompt tokens per second. */
+  readonly promptTps: number;
+  /** Generated tokens per second. */
+  readonly generateTps: number;
+}
+
+function newStats(): GenerateStats {
+  return {
+    promptTokens: 0, promptMs: 0, generatedTokens: 0, generateMs: 0, stop: "",
+    get promptTps() {
+      return this.promptMs > 0 ? (1000 * this.promptTokens) / this.promptMs : 0;
+    },
+    get generateTps() {
+      return this.generateMs > 0 ? (1000 * this.generatedTokens) / this.generateMs : 0;
+    },
+  };
+}
+
+/** A running generation: iterate it for the pieces; {@linkcode stats} holds the timings. */
+export interface Generation extends AsyncIterableIterator<Piece> {
+  readonly stats: GenerateStats;
+  /** The prompt's token ids. */
+  readonly promptIds: readonly number[];
+}
+
+/**
+ * Generates from `prompt` (text, or token ids used as they are). The first
+ * logits come from the whole prompt; each generated token is then fed back
+ * one at a time. Between tokens it yields to the event loop, so a timer or
+ * an I/O callback can abort it.
+ */
+export function generate(model: GemmaModel, tokenizer: TokenizerLike, prompt: string | readonly number[], options: GenerateOptions = {}): Generation {
+  const ids = typeof prompt === "string" ? tokenizer.encode(prompt, { addBos: options.addBos ?? true }) : [...prompt];
+  if (ids.length === 0) throw new RangeError("generate: empty prompt");
+  const stats = newStats();
+  const stop = new Set<number>([tokenizer.eos, ...(options.stopIds ?? [])]);
+  // <end_of_turn> ends a turn in Gemma's chat format: stop on it when the vocabulary has it as a control token.
+  if (END_OF_TURN_ID < tokenizer.vocabSize && tokenizer.isControl(END_OF_TURN_ID)) stop.add(END_OF_TURN_ID);
+  const max = options.maxTokens ?? 128;
+  const rng = createRng(options.seed ?? 42);
+  const signal = options.signal;
+
+  async function* run(): AsyncGenerator<Piece> {
+    const history = [...ids];
+    const decoder = tokenizer.decoder();
+    try {
+      signal?.throwIfAborted();
+      if (!options.keepCache) model.reset();
+      const t0 = performance.now();
+      let logits = model.forward(ids);
+      stats.promptTokens = ids.length;
+      stats.promptMs = performance.now() - t0;
+      // Generation time counts sampling and forward passes, not the time the consumer holds a piece.
+      for (let n = 0; n < max; n++) {
+        let t = performance.now();
+        const id = sample(logits, history, options, rng);
+        history.push(id);
+        stats.generatedTokens = n + 1;
+        if (stop.has(id)) {
+          stats.stop = "eos";
+          stats.generateMs += performance.now() - t;
+          const rest = decoder.flush();
+          if (rest) yield { id: -1, text: rest };
+          return;
+        }
+        const text = decoder.push(id);
+        stats.generateMs += performance.now() - t;
+        yield { id, text };
+        await yieldToEventLoop();
+        signal?.throwIfAborted();
+        if (n + 1 < max) {
+          if (model.nPast >= model.nCtx) break;
+          t = performance.now();
+          logits = model.forward([id]);
+          stats.generateMs += performance.now() - t;
+        }
+      }
+      stats.stop = "length";
+      const rest = decoder.flush();
+      if (rest) yield { id: -1, text: rest };
+    } catch (e) {
+      if (signal?.aborted) stats.stop = "abort";
+      throw e;
+    }
+  }
+
+  const it = run();
+  return Object.assign(it, { stats, promptIds: ids }) as Generation;
+}

@@ -1,0 +1,514 @@
+/**
+ * Gemma 3 in ggml through the public API: the weights in one backend buffer
+ * read straight from the GGUF file, a KV cache in another, and the forward
+ * graph computed by the scheduler ({@linkcode Sched}) — so the same code
+ * would run on any backend the scheduler is given.
+ *
+ * One graph is built per (tokens in the batch, attended positions rounded
+ * up to {@linkcode KV_PAD}, logits of every row or of the last) and kept:
+ * a decode step reuses the graph of its bucket and only sets its inputs
+ * (token ids, positions, KV-cache rows, masks), so consecutive steps skip
+ * both the graph build and the scheduler's allocation.
+ *
+ * @module
+ */
+import {
+  allocCtxTensors,
+  Backend,
+  BackendBufferUsage,
+  type Buffer,
+  Context,
+  dequantize,
+  type GgufFile,
+  type Graph,
+  graphOverheadCustom,
+  readGguf,
+  ROPE_TYPE_NEOX,
+  rowSize,
+  Sched,
+  type Tensor,
+  tensorCopy,
+  tensorGet,
+  tensorGetBytes,
+  tensorOverhead,
+  tensorSet,
+  Threadpool,
+  Type,
+} from "../../mod.ts";
+import { type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
+
+/** Attended positions are rounded up to a multiple of this, so that a decode graph serves this many steps. */
+export const KV_PAD = 256;
+/**
+ * Room per layer in a forward graph: a layer makes ~40 nodes (~48 with the
+ * precise GELU) and ~15 leafs. The scheduler's tables grow with its graph
+ * size (~23 KB per slot), so it is sized to the model, not generously.
+ */
+const GRAPH_SLOTS_PER_LAYER = 64;
+/** Rows per dequantization call (bounds the temporary memory for the 262k-row embedding). */
+const DEQUANT_ROWS = 8192;
+/** Graphs kept (oldest dropped first). */
+const MAX_GRAPHS = 8;
+/** Rows of logits per batch when every row's logits are wanted (each row is nVocab floats). */
+const ALL_LOGITS_BATCH = 64;
+
+/** Options of {@linkcode GemmaModel.load}. */
+export interface ModelOptions {
+  /** CPU threads (default 2). Ignored when `backend` is given. */
+  readonly threads?: number;
+  /** Dequantize every weight to f32 after loading (the reference-accuracy mode); default false. */
+  readonly dequantize?: boolean;
+  /** Positions the KV cache holds (default 2048, at most the trained context). */
+  readonly nCtx?: number;
+  /** Tokens per prompt batch (default 512). */
+  readonly ubatch?: number;
+  /** Type of the KV cache: F16 (default) or F32 (default in the dequantized mode). */
+  readonly kvType?: typeof Type.F16 | typeof Type.F32;
+  /**
+   * GELU-tanh from tanh and arithmetic instead of ggml's fused GEGLU, whose
+   * CPU kernel looks the activation up in an f16 table (~1e-3 relative
+   * error). Default: on in the dequantized mode, off otherwise.
+   */
+  readonly preciseGelu?: boolean;
+  /** The backend to compute on (default: a new CPU backend, freed with the model). The scheduler's fallback is always a CPU backend. */
+  readonly backend?: Backend;
+}
+
+/** Options of {@linkcode GemmaModel.forward}. */
+export interface ForwardOptions {
+  /** Return the logits of every position (n × nVocab, row-major); default: only the last row. */
+  readonly allLogits?: boolean;
+}
+
+/** Where the time of the forward passes went, in milliseconds (cumulative; see {@linkcode GemmaModel.stats}). */
+export interface ForwardStats {
+  /** Graphs built. */
+  graphsBuilt: number;
+  /** Building graphs (ops through the API). */
+  buildMs: number;
+  /** Scheduler allocations (a graph not computed just before). */
+  allocs: number;
+  allocMs: number;
+  /** Setting inputs. */
+  inputMs: number;
+  /** `Sched.graphCompute`. */
+  computeMs: number;
+  /** Reading logits back. */
+  outputMs: number;
+  /** Graph computes. */
+  computes: number;
+}
+
+interface LayerWeights {
+  readonly attnNorm: Tensor;
+  readonly wq: Tensor;
+  readonly wk: Tensor;
+  readonly wv: Tensor;
+  readonly qNorm: Tensor;
+  readonly kNorm: Tensor;
+  readonly wo: Tensor;
+  readonly postAttnNorm: Tensor;
+  readonly ffnNorm: Tensor;
+  readonly gate: Tensor;
+  readonly up: Tensor;
+  readonly down: Tensor;
+  readonly postFfwNorm: Tensor;
+}
+
+/** A built forward graph and its inputs, with the host arrays those are set from. */
+interface Step {
+  readonly key: string;
+  readonly ctx: Context;
+  readonly graph: Graph;
+  /** Tokens in the batch. */
+  readonly n: number;
+  /** Cache positions attended (a multiple of KV_PAD, or nCtx). */
+  readonly nKv: number;
+  /** Rows of logits out: n, or 1. */
+  readonly nOut: number;
+  readonly tokens: Tensor;
+  readonly pos: Tensor;
+  readonly kIdx: Tensor;
+  readonly vIdx: Tensor;
+  readonly maskGlobal: Tensor;
+  readonly maskSwa: Tensor;
+  readonly logits: Tensor;
+  readonly hTokens: Int32Array;
+  readonly hPos: Int32Array;
+  readonly hKIdx: Int32Array;
+  readonly hVIdx: Int32Array;
+  readonly hMaskGlobal: Float32Array;
+  readonly hMaskSwa: Float32Array;
+}
+
+/** Gemma 3 ready to run: weights, KV cache, scheduler. Free it with `free()` (or `using`). */
+export class GemmaModel {
+  /** The GGUF file's metadata. */
+  readonly file: GgufFile;
+  /** The hyper-parameters. */
+  readonly hparams: Hparams;
+  /** Positions the KV cache holds. */
+  readonly nCtx: number;
+  /** Tokens per prompt batch. */
+  readonly ubatch: number;
+  /** Whether the weights were dequantized to f32. */
+  readonly dequantized: boolean;
+  /** Whether GELU is computed without ggml's f16 table. */
+  readonly preciseGelu: boolean;
+  /** The KV cache's element type. */
+  readonly kvType: Type;
+  /** The backend computing the graphs. */
+  readonly backend: Backend;
+  /** Where time went (cumulative; reset it freely). */
+  stats: ForwardStats = emptyStats();
+
+  readonly #weightsCtx: Context;
+  readonly #weightsBuf: Buffer | null;
+  readonly #kvCtx: Context;
+  readonly #kvBuf: Buffer | null;
+  readonly #tokEmbd: Tensor;
+  readonly #outNorm: Tensor;
+  readonly #layers: LayerWeights[];
+  readonly #kCache: Tensor[];
+  readonly #vCache: Tensor[];
+  readonly #sched: Sched;
+  readonly #pool: Threadpool | null;
+  readonly #ownBackend: boolean;
+  readonly #steps = new Map<string, Step>();
+  /** The step the scheduler holds allocated (computing it again needs no allocation). */
+  #allocated: Step | undefined;
+  #nPast = 0;
+  /** Nodes + leafs a forward graph may have. */
+  readonly #graphSize: number;
+
+  private constructor(file: GgufFile, options: ModelOptions) {
+    this.file = file;
+    const hp = this.hparams = readHparams(file);
+    this.#graphSize = GRAPH_SLOTS_PER_LAYER * hp.nLayer + 512;
+    this.nCtx = Math.min(options.nCtx ?? 2048, hp.nCtxTrain);
+    this.ubatch = options.ubatch ?? 512;
+    if (!Number.isInteger(this.nCtx) || this.nCtx < 1) throw new RangeError(`nCtx must be a positive integer, got ${options.nCtx}`);
+    if (!Number.isInteger(this.ubatch) || this.ubatch < 1) throw new RangeError(`ubatch must be a positive integer, got ${options.ubatch}`);
+    this.dequantized = options.dequantize ?? false;
+    this.preciseGelu = options.preciseGelu ?? this.dequantized;
+    this.kvType = options.kvType ?? (this.dequantized ? Type.F32 : Type.F16);
+    this.#ownBackend = options.backend === undefined;
+    const threads = options.threads ?? 2;
+    // A threadpool that lives across computes: without one ggml starts and joins threads on every graph.
+    this.#pool = options.backend ? null : new Threadpool({ nThreads: threads });
+    this.backend = options.backend ?? Backend.cpu({ nThreads: threads, threadpool: this.#pool! });
+    try {
+      // One backend buffer, read straight from the file.
+      let { context, tensors, buffer } = file.loadTensorsToBackend(this.backend);
+      if (this.dequantized) ({ context, tensors, buffer } = toF32(this.backend, context, tensors, buffer));
+      buffer?.setUsage(BackendBufferUsage.WEIGHTS);
+      this.#weightsCtx = context;
+      this.#weightsBuf = buffer;
+      const w = (name: string): Tensor => {
+        const t = tensors.get(name);
+        if (!t) throw new Error(`${file.path}: no tensor ${name}`);
+        return t;
+      };
+      this.#tokEmbd = w("token_embd.weight");
+      this.#outNorm = w("output_norm.weight");
+      this.#layers = Array.from({ length: hp.nLayer }, (_, il) => {
+        const b = (n: string) => w(`blk.${il}.${n}.weight`);
+        return {
+          attnNorm: b("attn_norm"), wq: b("attn_q"), wk: b("attn_k"), wv: b("attn_v"), qNorm: b("attn_q_norm"), kNorm: b("attn_k_norm"),
+          wo: b("attn_output"), postAttnNorm: b("post_attention_norm"), ffnNorm: b("ffn_norm"), gate: b("ffn_gate"), up: b("ffn_up"),
+          down: b("ffn_down"), postFfwNorm: b("post_ffw_norm"),
+        };
+      });
+      // The KV cache: K rows [nEmbdK] per position; V transposed (a row per channel, nCtx long), so that
+      // attention multiplies by a plain view of it. One buffer for every layer.
+      const nEmbdK = hp.nHeadKv * hp.headDimK, nEmbdV = hp.nHeadKv * hp.headDimV;
+      this.#kvCtx = new Context({ memSize: (2 * hp.nLayer + 1) * tensorOverhead(), noAlloc: true });
+      this.#kCache = [];
+      this.#vCache = [];
+      for (let il = 0; il < hp.nLayer; il++) {
+        this.#kCache.push(this.#kvCtx.newTensor(this.kvType, [nEmbdK, this.nCtx]).setName(`cache_k_l${il}`));
+        this.#vCache.push(this.#kvCtx.newTensor(this.kvType, [this.nCtx, nEmbdV]).setName(`cache_v_l${il}`));
+      }
+      this.#kvBuf = allocCtxTensors(this.#kvCtx, this.backend);
+      // Masked positions still enter the products (scaled by 0): they must hold finite numbers.
+      this.#kvBuf?.clear(0);
+      this.#sched = new Sched({ backends: [this.backend], graphSize: this.#graphSize });
+      // Size the compute buffer once, for the largest graph a prompt batch makes.
+      const worst = this.#step(Math.min(this.ubatch, this.nCtx), this.nCtx, false);
+      this.#sched.reserve(worst.graph);
+    } catch (e) {
+      this.#release();
+      throw e;
+    }
+  }
+
+  /**
+   * Loads a Gemma 3 GGUF file (weights into one backend buffer) and sets up
+   * the KV cache and the scheduler.
+   */
+  static load(path: string, options: ModelOptions = {}): GemmaModel {
+    return new GemmaModel(readGguf(path), options);
+  }
+
+  /** {@linkcode load} from a file's metadata already read (e.g. for the tokenizer too). */
+  static fromGguf(file: GgufFile, options: ModelOptions = {}): GemmaModel {
+    return new GemmaModel(file, options);
+  }
+
+  /** Positions in the KV cache (tokens processed since the last {@linkcode reset}). */
+  get nPast(): number {
+    return this.#nPast;
+  }
+
+  /** Forgets every cached position. */
+  reset(): void {
+    this.#nPast = 0;
+  }
+
+  /** Keeps only the first `n` cached positions (the next tokens are written from position n). */
+  truncate(n: number): void {
+    if (!Number.isInteger(n) || n < 0 || n > this.#nPast) throw new RangeError(`truncate: n must be in 0..${this.#nPast}, got ${n}`);
+    this.#nPast = n;
+  }
+
+  /**
+   * Runs `tokens` at positions nPast… (in batches of {@linkcode ubatch}),
+   * appending them to the KV cache. Returns the logits of the last token
+   * (nVocab floats), or with `allLogits` those of every token (n × nVocab,
+   * row-major).
+   *
+   * @throws {RangeError} for an empty list, a token outside the vocabulary, or more positions than the cache holds
+   */
+  forward(tokens: ArrayLike<number>, options: ForwardOptions = {}): Float32Array {
+    const n = tokens.length, hp = this.hparams;
+    if (n === 0) throw new RangeError("forward: no tokens");
+    if (this.#nPast + n > this.nCtx) throw new RangeError(`forward: ${this.#nPast} + ${n} positions exceed the cache's ${this.nCtx}`);
+    for (let i = 0; i < n; i++) {
+      const t = tokens[i];
+      if (!Number.isInteger(t) || t < 0 || t >= hp.nVocab) throw new RangeError(`forward: token ${t} at ${i} is not in 0..${hp.nVocab - 1}`);
+    }
+    const all = options.allLogits ?? false;
+    const batch = all ? Math.min(this.ubatch, ALL_LOGITS_BATCH) : this.ubatch;
+    // One batch: its logits as read (no second copy: a decode step allocates one array).
+    if (n <= batch) return this.#run(tokens, 0, n, all);
+    const out = new Float32Array((all ? n : 1) * hp.nVocab);
+    for (let i0 = 0; i0 < n; i0 += batch) {
+      const m = Math.min(batch, n - i0);
+      const logits = this.#run(tokens, i0, m, all);
+      if (all) out.set(logits, i0 * hp.nVocab);
+      else if (i0 + m === n) out.set(logits);
+    }
+    return out;
+  }
+
+  /** Computes tokens[i0 .. i0 + n) at positions nPast…; returns the logits tensor's data. */
+  #run(tokens: ArrayLike<number>, i0: number, n: number, all: boolean): Float32Array {
+    const hp = this.hparams, st = this.stats, p0 = this.#nPast;
+    const nKv = Math.min(this.nCtx, Math.ceil((p0 + n) / KV_PAD) * KV_PAD);
+    const step = this.#step(n, nKv, all);
+    let t = performance.now();
+    if (this.#allocated !== step) {
+      this.#sched.allocGraph(step.graph);
+      this.#allocated = step;
+      st.allocs++;
+      const t1 = performance.now();
+      st.allocMs += t1 - t;
+      t = t1;
+    }
+    // Inputs: ids, positions, the cache rows to write, and the masks.
+    const nEmbdV = hp.nHeadKv * hp.headDimV, nCtx = this.nCtx, win = hp.slidingWindow;
+    for (let i = 0; i < n; i++) {
+      const p = p0 + i;
+      step.hTokens[i] = tokens[i0 + i];
+      step.hPos[i] = p;
+      step.hKIdx[i] = p;
+      // V is stored transposed: channel j of position p is row j·nCtx + p of the cache seen as one column.
+      for (let j = 0, o = i * nEmbdV; j < nEmbdV; j++) step.hVIdx[o + j] = j * nCtx + p;
+      // Causal: key position kp is visible to p iff kp <= p; sliding window also iff p - kp < win.
+      const mg = step.hMaskGlobal, ms = step.hMaskSwa, row = i * nKv;
+      for (let kp = 0; kp < nKv; kp++) {
+        const visible = kp <= p;
+        mg[row + kp] = visible ? 0 : -Infinity;
+        ms[row + kp] = visible && p - kp < win ? 0 : -Infinity;
+      }
+    }
+    tensorSet(step.tokens, step.hTokens);
+    tensorSet(step.pos, step.hPos);
+    tensorSet(step.kIdx, step.hKIdx);
+    tensorSet(step.vIdx, step.hVIdx);
+    tensorSet(step.maskGlobal, step.hMaskGlobal);
+    tensorSet(step.maskSwa, step.hMaskSwa);
+    let t1 = performance.now();
+    st.inputMs += t1 - t;
+    this.#sched.graphCompute(step.graph);
+    const t2 = performance.now();
+    st.computeMs += t2 - t1;
+    st.computes++;
+    this.#nPast = p0 + n;
+    const logits = tensorGet(step.logits) as Float32Array;
+    t1 = performance.now();
+    st.outputMs += t1 - t2;
+    return logits;
+  }
+
+  /** The graph for n tokens attending to nKv positions, built on first use. */
+  #step(n: number, nKv: number, all: boolean): Step {
+    const nOut = all ? n : 1;
+    const key = `${n}:${nKv}:${nOut}`;
+    const have = this.#steps.get(key);
+    if (have) {
+      // Most recently used last: the Map's order is the eviction order.
+      this.#steps.delete(key);
+      this.#steps.set(key, have);
+      return have;
+    }
+    const t0 = performance.now();
+    const step = this.#build(n, nKv, nOut, key);
+    this.stats.buildMs += performance.now() - t0;
+    this.stats.graphsBuilt++;
+    this.#steps.set(key, step);
+    if (this.#steps.size > MAX_GRAPHS) {
+      const [oldKey, old] = this.#steps.entries().next().value!;
+      this.#steps.delete(oldKey);
+      if (this.#allocated === old) {
+        this.#sched.reset();
+        this.#allocated = undefined;
+      }
+      old.ctx.free();
+    }
+    return step;
+  }
+
+  #build(n: number, nKv: number, nOut: number, key: string): Step {
+    const hp = this.hparams;
+    const size = this.#graphSize;
+    const ctx = new Context({ memSize: size * tensorOverhead() + graphOverheadCustom(size), noAlloc: true });
+    const gf = ctx.newGraphCustom(size);
+    const hd = hp.headDimK, hdV = hp.headDimV, nEmbdK = hp.nHeadKv * hd, nEmbdV = hp.nHeadKv * hdV;
+    const input = (type: Type, shape: number[], name: string) => ctx.newTensor(type, shape).setName(name).setInput();
+    const tokens = input(Type.I32, [n], "inp_tokens");
+    const pos = input(Type.I32, [n], "inp_pos");
+    const kIdx = input(Type.I32, [n], "inp_k_idx");
+    const vIdx = input(Type.I32, [nEmbdV * n], "inp_v_idx");
+    const maskGlobal = input(Type.F32, [nKv, n], "inp_mask");
+    const maskSwa = input(Type.F32, [nKv, n], "inp_mask_swa");
+    const norm = (x: Tensor, w: Tensor) => ctx.mul(ctx.rmsNorm(x, hp.rmsEps), w);
+
+    // Embeddings, scaled by sqrt(n_embd) as Gemma does.
+    let x = ctx.scale(ctx.getRows(this.#tokEmbd, tokens), Math.sqrt(hp.nEmbd));
+    for (let il = 0; il < hp.nLayer; il++) {
+      const L = this.#layers[il], swa = isSlidingLayer(hp, il);
+      const base = swa ? hp.ropeBaseSwa : hp.ropeBase;
+      let cur = norm(x, L.attnNorm);
+      let q = ctx.reshape3d(ctx.mulMat(L.wq, cur), hd, hp.nHead, n);
+      let k = ctx.reshape3d(ctx.mulMat(L.wk, cur), hd, hp.nHeadKv, n);
+      const v = ctx.mulMat(L.wv, cur);
+      // Per-head RMS norm of q and k, then NeoX-style RoPE with the layer's base.
+      q = ctx.ropeExt(norm(q, L.qNorm), pos, null, hd, ROPE_TYPE_NEOX, hp.nCtxTrain, base, 1, 0, 1, 32, 1);
+      k = ctx.ropeExt(norm(k, L.kNorm), pos, null, hd, ROPE_TYPE_NEOX, hp.nCtxTrain, base, 1, 0, 1, 32, 1);
+      // Write this batch's K and V into the cache rows the index inputs name (no view offsets baked in:
+      // the graph serves every position of its bucket). Expanded first, so they run before the reads.
+      const kc = this.#kCache[il], vc = this.#vCache[il];
+      gf.buildForwardExpand(ctx.setRows(kc, ctx.reshape2d(k, nEmbdK, n), kIdx));
+      gf.buildForwardExpand(ctx.setRows(ctx.reshape2d(vc, 1, this.nCtx * nEmbdV), ctx.reshape2d(v, 1, nEmbdV * n), vIdx));
+      // Attention over cache positions [0, nKv): K as [hd, nKv, nHeadKv], V^T as [nKv, hdV, nHeadKv];
+      // mul_mat broadcasts the nHeadKv heads over the nHead query heads (grouped-query attention).
+      const kv = ctx.view3d(kc, hd, nKv, hp.nHeadKv, kc.nb(1), rowSize(this.kvType, hd), 0);
+      const vv = ctx.view3d(vc, nKv, hdV, hp.nHeadKv, vc.nb(1), vc.nb(1) * hdV, 0);
+      let kq = ctx.mulMat(kv, ctx.permute(q, 0, 2, 1, 3)); // [nKv, n, nHead]
+      kq = ctx.softMaxExt(kq, swa ? maskSwa : maskGlobal, hp.attnScale, 0);
+      const kqv = ctx.mulMat(vv, kq); // [hdV, n, nHead]
+      cur = ctx.cont2d(ctx.permute(kqv, 0, 2, 1, 3), hdV * hp.nHead, n);
+      cur = norm(ctx.mulMat(L.wo, cur), L.postAttnNorm);
+      if (il === hp.nLayer - 1 && nOut < n) {
+        // Only the last row goes on: the rest of the last layer and the 262k-row output projection run for it alone.
+        cur = ctx.view2d(cur, hp.nEmbd, 1, cur.nb(1), (n - 1) * cur.nb(1));
+        x = ctx.view2d(x, hp.nEmbd, 1, x.nb(1), (n - 1) * x.nb(1));
+      }
+      const sa = ctx.add(cur, x);
+      cur = norm(sa, L.ffnNorm);
+      const gate = ctx.mulMat(L.gate, cur), up = ctx.mulMat(L.up, cur);
+      cur = this.preciseGelu ? ctx.mul(geluTanh(ctx, gate), up) : ctx.gegluSplit(gate, up);
+      cur = norm(ctx.mulMat(L.down, cur), L.postFfwNorm);
+      x = ctx.add(cur, sa);
+    }
+    // Tied output projection: the token embedding matrix.
+    const logits = ctx.mulMat(this.#tokEmbd, norm(x, this.#outNorm)).setName("logits").setOutput();
+    gf.buildForwardExpand(logits);
+    return {
+      key, ctx, graph: gf, n, nKv, nOut, tokens, pos, kIdx, vIdx, maskGlobal, maskSwa, logits,
+      hTokens: new Int32Array(n), hPos: new Int32Array(n), hKIdx: new Int32Array(n), hVIdx: new Int32Array(nEmbdV * n),
+      hMaskGlobal: new Float32Array(nKv * n), hMaskSwa: new Float32Array(nKv * n),
+    };
+  }
+
+  #release(): void {
+    for (const s of this.#steps.values()) s.ctx.free();
+    this.#steps.clear();
+    this.#allocated = undefined;
+    this.#sched?.free();
+    this.#kvBuf?.free();
+    this.#kvCtx?.free();
+    this.#weightsBuf?.free();
+    this.#weightsCtx?.free();
+    if (this.#ownBackend) this.backend?.free();
+    this.#pool?.free();
+  }
+
+  /** Frees the graphs, the scheduler, the cache, the weights and (when it made them) the backend and threadpool. */
+  free(): void {
+    this.#release();
+  }
+
+  /** Frees the model (`using`). */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}
+
+function emptyStats(): ForwardStats {
+  return { graphsBuilt: 0, buildMs: 0, allocs: 0, allocMs: 0, inputMs: 0, computeMs: 0, outputMs: 0, computes: 0 };
+}
+
+/**
+ * GELU, tanh approximation, from exact ops: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+ * written as h + h·tanh(…) with h = x/2.
+ */
+function geluTanh(ctx: Context, x: Tensor): Tensor {
+  const x3 = ctx.mul(ctx.mul(x, x), x);
+  const inner = ctx.scale(ctx.add(x, ctx.scale(x3, 0.044715)), Math.sqrt(2 / Math.PI));
+  const h = ctx.scale(x, 0.5);
+  return ctx.add(h, ctx.mul(h, ctx.tanh(inner)));
+}
+
+/**
+ * The weights as f32 in a new buffer: every quantized tensor dequantized by
+ * the library's `dequantize` (the CPU kernels' own conversion), a chunk of
+ * rows at a time; the quantized buffer and context are freed.
+ */
+function toF32(backend: Backend, context: Context, tensors: Map<string, Tensor>, buffer: Buffer | null): { context: Context; tensors: Map<string, Tensor>; buffer: Buffer | null } {
+  const ctx32 = new Context({ memSize: (tensors.size + 1) * tensorOverhead(), noAlloc: true });
+  try {
+    const out = new Map<string, Tensor>();
+    for (const [name, t] of tensors) out.set(name, ctx32.newTensor(Type.F32, t.shape.slice(0, Math.max(1, t.nDims))).setName(name));
+    const buf = allocCtxTensors(ctx32, backend);
+    for (const [name, src] of tensors) {
+      const dst = out.get(name)!;
+      if (src.type === Type.F32) {
+        tensorCopy(src, dst);
+        continue;
+      }
+      const ne0 = src.ne(0), rows = src.nelements / ne0, rowBytes = rowSize(src.type, ne0);
+      for (let r = 0; r < rows; r += DEQUANT_ROWS) {
+        const m = Math.min(DEQUANT_ROWS, rows - r);
+        tensorSet(dst, dequantize(src.type, tensorGetBytes(src, r * rowBytes, m * rowBytes), ne0), r * ne0 * 4);
+      }
+    }
+    buffer?.free();
+    context.free();
+    return { context: ctx32, tensors: out, buffer: buf };
+  } catch (e) {
+    ctx32.free();
+    throw e;
+  }
+}

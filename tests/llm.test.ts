@@ -1,0 +1,289 @@
+// The Gemma 3 270M runner (examples/llm/): hyper-parameters, the forward pass against an
+// independent float64 numpy reference (tests/fixtures/llm/gemma3_ref.py) and against llama.cpp's
+// greedy continuations (tests/fixtures/llm/llama_cpp.json), the KV-cache decode path against a
+// full forward pass, the sampler against hand-derived values, abort, and the zip reader of the
+// model fetcher against Python's zipfile.
+//
+// The model is fetched on first use (tests/llm_model.ts; WSP_GGML_FETCH_MODELS=0 to stay offline).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { extract, listZip, MODEL_SHA256 } from "../examples/llm/fetch.ts";
+import { gemmaModel } from "./llm_model.ts";
+import { END_OF_TURN_ID, generate, type TokenizerLike } from "../examples/llm/generate.ts";
+import { isSlidingLayer, readHparams } from "../examples/llm/hparams.ts";
+import { GemmaModel, KV_PAD } from "../examples/llm/model.ts";
+import { applyRepetitionPenalty, argmax, createRng, drawIndex, sample, softmax, topK, topPCount } from "../examples/llm/sampler.ts";
+import { readGguf } from "../mod.ts";
+import { root } from "./run.ts";
+
+const model = await gemmaModel();
+if (model.skip) console.warn(`skipping the model tests: ${model.skip}`);
+const modelPath = model.path;
+const skip = model.skip;
+const missing = model.skip;
+const THREADS = 1; // the test machines are small and shared: one thread is the steadiest
+
+// WSP_GGML_LLM_REF_SCRIPT points at another script with the same command line (to check the check).
+const REF_SCRIPT = process.env.WSP_GGML_LLM_REF_SCRIPT || join(root, "tests", "fixtures", "llm", "gemma3_ref.py");
+const python = spawnSync("python3", ["-c", "import numpy"], { encoding: "utf8" }).status === 0;
+const refMissing = !existsSync(REF_SCRIPT) ? `${REF_SCRIPT} is not there yet` : !python ? "python3 with numpy is not available" : "";
+if (!missing && refMissing) console.warn(`skipping the float64 reference comparison: ${refMissing}`);
+
+/** Three short prompts, as token ids (BOS = 2), from llama.cpp's tokenizer (tests/fixtures/llm/llama_cpp.json). */
+interface Generation { name: string; prompt: number[]; tokens: number[]; steps: [number, number, number, number][] }
+const fixture = JSON.parse(readFileSync(join(root, "tests", "fixtures", "llm", "llama_cpp.json"), "utf8")) as { generations: Generation[] };
+const PROMPTS = fixture.generations.map((g) => g.prompt);
+
+/** The reference logits (n × nVocab, float32) of `tokens`, from the numpy script; cached under .cache/ by script, model and tokens. */
+function referenceLogits(tokens: number[], nVocab: number): Float32Array {
+  const script = readFileSync(REF_SCRIPT);
+  const key = createHash("sha256").update(script).update(MODEL_SHA256).update(tokens.join(",")).digest("hex").slice(0, 24);
+  const dir = join(root, ".cache", "llm-ref");
+  const out = join(dir, `${key}.f32`);
+  if (!existsSync(out)) {
+    mkdirSync(dir, { recursive: true });
+    const r = spawnSync("python3", [REF_SCRIPT, "--model", modelPath, "--tokens", tokens.join(","), "--out", `${out}.tmp`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    assert.equal(r.status, 0, `gemma3_ref.py failed:\n${r.stderr}`);
+    writeFileSync(out, readFileSync(`${out}.tmp`));
+    rmSync(`${out}.tmp`);
+  }
+  const bytes = readFileSync(out);
+  assert.equal(bytes.length, tokens.length * nVocab * 4, "reference output size");
+  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4).slice();
+}
+
+/** Σ(a−b)²/Σb² over one row. */
+function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let num = 0, den = 0;
+  for (let i = 0; i < b.length; i++) {
+    const d = a[i] - b[i];
+    num += d * d;
+    den += b[i] * b[i];
+  }
+  return num / den;
+}
+
+const row = (m: Float32Array, i: number, n: number) => m.subarray(i * n, (i + 1) * n);
+
+test("hyper-parameters: the values in the GGUF, and llama.cpp's gemma3 defaults where the file has no key", { skip }, () => {
+  const hp = readHparams(readGguf(modelPath));
+  console.log("gemma3 hyper-parameters:", JSON.stringify(hp));
+  // The file's keys (as gguf-py's GGUFReader lists them).
+  assert.equal(hp.nCtxTrain, 32768);
+  assert.equal(hp.nEmbd, 640);
+  assert.equal(hp.nLayer, 18);
+  assert.equal(hp.nFf, 2048);
+  assert.equal(hp.nHead, 4);
+  assert.equal(hp.nHeadKv, 1);
+  assert.equal(hp.headDimK, 256);
+  assert.equal(hp.headDimV, 256);
+  assert.equal(hp.rmsEps, Math.fround(1e-6));
+  assert.equal(hp.ropeBase, 1e6);
+  assert.equal(hp.slidingWindow, 512);
+  assert.equal(hp.nVocab, 262144);
+  // No key in the file: llama.cpp's defaults for gemma3.
+  assert.deepEqual(hp.fromFile, { ropeBaseSwa: false, swaPattern: false });
+  assert.equal(hp.ropeBaseSwa, 10000);
+  assert.equal(hp.swaPattern, 6);
+  const global = Array.from({ length: hp.nLayer }, (_, il) => il).filter((il) => !isSlidingLayer(hp, il));
+  assert.deepEqual(global, [5, 11, 17]);
+  assert.equal(hp.attnScale, 1 / 16); // query_pre_attn_scalar = head_dim = 256
+});
+
+test("f32 weights: every position's logits match the float64 numpy reference (nMSE ≤ 1e-6)", { skip: skip || refMissing || false }, () => {
+  using model = GemmaModel.load(modelPath, { threads: THREADS, dequantize: true, nCtx: 256 });
+  const V = model.hparams.nVocab;
+  for (const tokens of PROMPTS) {
+    model.reset();
+    const ours = model.forward(tokens, { allLogits: true });
+    const ref = referenceLogits(tokens, V);
+    const errs = tokens.map((_, i) => nmse(row(ours, i, V), row(ref, i, V)));
+    console.log(`prompt of ${tokens.length}: worst nMSE ${Math.max(...errs).toExponential(2)}`);
+    errs.forEach((e, i) => assert.ok(e <= 1e-6, `position ${i} of [${tokens}]: nMSE ${e.toExponential(3)} > 1e-6`));
+  }
+});
+
+test("Q4_K_M weights: the arg-max token of every position is the float64 reference's", { skip: skip || refMissing || false }, () => {
+  using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 256 });
+  const V = model.hparams.nVocab;
+  for (const tokens of PROMPTS) {
+    model.reset();
+    const ours = model.forward(tokens, { allLogits: true });
+    const ref = referenceLogits(tokens, V);
+    for (let i = 0; i < tokens.length; i++) {
+      assert.equal(argmax(row(ours, i, V)), argmax(row(ref, i, V)), `position ${i} of [${tokens}]`);
+    }
+  }
+});
+
+test("Q4_K_M greedy continuations equal llama.cpp's (tests/fixtures/llm/llama_cpp.json)", { skip }, () => {
+  using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 256 });
+  for (const g of fixture.generations) {
+    model.reset();
+    let logits = model.forward(g.prompt);
+    const ours: number[] = [];
+    for (let s = 0; s < g.tokens.length; s++) {
+      const id = argmax(logits);
+      ours.push(id);
+      if (id !== g.tokens[s]) {
+        // Only where llama.cpp itself nearly tied may a correct computation pick its runner-up.
+        const [, p, second, pSecond] = g.steps[s];
+        assert.ok(id === second && p - pSecond < 0.01, `${g.name}: step ${s}: ${id}, llama.cpp ${g.tokens[s]} (p ${p} vs runner-up ${second} ${pSecond})`);
+        break;
+      }
+      if (s + 1 < g.tokens.length) logits = model.forward([id]);
+    }
+    const all = ours.length === g.tokens.length && ours.every((t, i) => t === g.tokens[i]);
+    console.log(`${g.name}: ${all ? `all ${ours.length} tokens agree` : `${ours.length - 1} tokens agree, then llama.cpp's runner-up at a near tie`} with llama.cpp`);
+  }
+});
+
+test("KV cache: decoding token by token gives the full forward pass's logits (nMSE ≤ 1e-9), across a graph bucket", { skip }, () => {
+  using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 512 });
+  const V = model.hparams.nVocab;
+  // A prompt, then tokens one at a time, vs. all of them in one batch.
+  const tokens = [...PROMPTS[0], ...fixture.generations[0].tokens.slice(0, 10)];
+  const full = model.forward(tokens, { allLogits: true });
+  model.reset();
+  const k = PROMPTS[0].length;
+  const steps = [model.forward(tokens.slice(0, k))];
+  for (let i = k; i < tokens.length; i++) steps.push(model.forward([tokens[i]]));
+  steps.forEach((r, j) => {
+    const e = nmse(r, row(full, k - 1 + j, V));
+    assert.ok(e <= 1e-9, `position ${k - 1 + j}: nMSE ${e.toExponential(3)}`);
+  });
+  // The test can tell positions apart: neighbouring rows differ by far more than the tolerance.
+  assert.ok(nmse(row(full, k, V), row(full, k - 1, V)) > 1e-3);
+  // Across the boundary of two decode graphs (KV_PAD positions each): decode vs a fresh batch over the same prefix.
+  const long = Array.from({ length: KV_PAD + 2 }, (_, i) => tokens[i % tokens.length]);
+  model.reset();
+  const decoded = [model.forward(long.slice(0, KV_PAD - 2))];
+  for (let i = KV_PAD - 2; i < long.length; i++) decoded.push(model.forward([long[i]]));
+  // decoded[j] is position KV_PAD - 3 + j: j = 2 is the last position of the first bucket, j = 3 the first of the next.
+  for (const j of [1, 2, 3]) {
+    model.reset();
+    const batch = model.forward(long.slice(0, KV_PAD - 2 + j));
+    const e = nmse(decoded[j], batch);
+    assert.ok(e <= 1e-9, `position ${KV_PAD - 3 + j}: nMSE ${e.toExponential(3)}`);
+  }
+});
+
+test("sampler: hand-derived values", () => {
+  assert.equal(argmax([1, 3, 2]), 1);
+  assert.equal(argmax([5, 5, 1]), 0, "ties: the first");
+  // Penalty 2 over the last 3 of [0, 1, 1, 3]: token 1 (negative) doubled once, token 3 (positive) halved, token 0 outside the window.
+  const l = new Float32Array([2, -2, 1, 0.5]);
+  applyRepetitionPenalty(l, [0, 1, 1, 3], 2, 3);
+  assert.deepEqual(Array.from(l), [2, -4, 1, 0.25]);
+  assert.deepEqual(topK([0.1, 0.5, 0.3, 0.5], 2).map((c) => c.id), [1, 3], "ties: lower id first");
+  assert.deepEqual(topK([0.1, 0.5, 0.3], 0).map((c) => c.id), [1, 2, 0], "k = 0: all, sorted");
+  // softmax of logits [0, ln 3]: [1/4, 3/4]; at temperature 1/2: [1, 9]/10.
+  const c = [{ id: 0, logit: 0 }, { id: 1, logit: Math.log(3) }];
+  softmax(c).forEach((p, i) => assert.ok(Math.abs(p - [0.25, 0.75][i]) < 1e-12));
+  softmax(c, 0.5).forEach((p, i) => assert.ok(Math.abs(p - [0.1, 0.9][i]) < 1e-12));
+  assert.equal(topPCount([0.5, 0.3, 0.2], 0.75), 2);
+  assert.equal(topPCount([0.5, 0.3, 0.2], 0.5), 1);
+  assert.equal(topPCount([0.5, 0.3, 0.2], 1), 3);
+  // r = 0.6 of the total 1: past weight 0 (0.5), inside weight 1 (0.5..0.8).
+  assert.equal(drawIndex([0.5, 0.3, 0.2], 3, () => 0.6), 1);
+  assert.equal(drawIndex([0.5, 0.3, 0.2], 1, () => 0.99), 0, "only the first count weights");
+  // mulberry32, first three numbers for seeds 42 and 0, from an independent Python implementation.
+  const r = createRng(42);
+  assert.deepEqual([r(), r(), r()], [0.6011037519201636, 0.44829055899754167, 0.8524657934904099]);
+  const r0 = createRng(0);
+  assert.deepEqual([r0(), r0(), r0()], [0.26642920868471265, 0.0003297457005828619, 0.2232720274478197]);
+  // Greedy ignores the PRNG; top-k 1 too.
+  assert.equal(sample(new Float32Array([0, 2, 1]), [], { temperature: 0 }, () => 0.99), 1);
+  assert.equal(sample(new Float32Array([0, 2, 1]), [], { temperature: 1, topK: 1, repeatPenalty: 1 }, () => 0.99), 1);
+  // The penalty applies before the pick: token 1 seen recently, 2 / 3 < 1.
+  assert.equal(sample(new Float32Array([0, 2, 1]), [1], { temperature: 0, repeatPenalty: 3, repeatWindow: 4 }, () => 0), 2);
+  // Options left undefined take the defaults (temperature 0.8, top-k 40, …), whatever the spread would do.
+  // A draw of 0 takes the most likely candidate.
+  assert.equal(sample(new Float32Array([0, 2, 1]), [], { temperature: undefined, topK: undefined }, () => 0), 1);
+  // Frequencies: p(token 1) = 3/4 with logits [0, ln 3], temperature 1, no truncation; 20000 draws, 4.9 standard deviations.
+  const rng = createRng(7);
+  let ones = 0;
+  for (let i = 0; i < 20000; i++) ones += sample(new Float32Array([0, Math.log(3)]), [], { temperature: 1, topK: 0, topP: 1, repeatPenalty: 1 }, rng);
+  assert.ok(Math.abs(ones / 20000 - 0.75) < 0.015, `p(1) = ${ones / 20000}`);
+});
+
+/** A tokenizer that spells ids, for the generation tests (they need no real text). */
+function stubTokenizer(eos = 1): TokenizerLike {
+  return {
+    bos: 2, eos, vocabSize: 262144,
+    encode: () => [],
+    decoder: () => ({ push: (id: number) => `<${id}>`, flush: () => "" }),
+    isControl: (id: number) => id === END_OF_TURN_ID || id < 4,
+  };
+}
+
+test("generate: streams pieces, stops on EOS, and stops when its AbortSignal fires", { skip }, async () => {
+  using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 256 });
+  const g = fixture.generations[0];
+  // Greedy from llama.cpp's prompt: the first pieces are llama.cpp's tokens.
+  const gen = generate(model, stubTokenizer(), g.prompt, { temperature: 0, maxTokens: 5 });
+  const pieces = [];
+  for await (const p of gen) pieces.push(p);
+  assert.deepEqual(pieces.map((p) => p.id), g.tokens.slice(0, 5));
+  assert.deepEqual(pieces.map((p) => p.text), g.tokens.slice(0, 5).map((id) => `<${id}>`));
+  assert.equal(gen.stats.stop, "length");
+  assert.equal(gen.stats.generatedTokens, 5);
+  assert.ok(gen.stats.promptTps > 0 && gen.stats.generateTps > 0);
+  // EOS: make llama.cpp's third token the end: two pieces, then the end (EOS itself is not a piece).
+  const eosGen = generate(model, stubTokenizer(g.tokens[2]), g.prompt, { temperature: 0, maxTokens: 50 });
+  const got = [];
+  for await (const p of eosGen) got.push(p.id);
+  assert.deepEqual(got, g.tokens.slice(0, 2));
+  assert.equal(eosGen.stats.stop, "eos");
+  // Abort from the consumer after 3 pieces.
+  const ac = new AbortController();
+  const ab = generate(model, stubTokenizer(), g.prompt, { temperature: 0, maxTokens: 50, signal: ac.signal });
+  let n = 0;
+  await assert.rejects(async () => {
+    for await (const _ of ab) if (++n === 3) ac.abort();
+  }, (e: Error) => e.name === "AbortError");
+  assert.equal(n, 3);
+  assert.equal(ab.stats.stop, "abort");
+  // Abort from a timer: generation yields to the event loop between tokens, so the timer fires mid-way.
+  const timed = generate(model, stubTokenizer(), g.prompt, { temperature: 0.8, maxTokens: 200, signal: AbortSignal.timeout(300) });
+  let m = 0;
+  await assert.rejects(async () => {
+    for await (const _ of timed) m++;
+  }, (e: Error) => e.name === "TimeoutError");
+  assert.ok(m < 200, `${m} tokens before the timeout`);
+  // An already aborted signal: nothing is computed.
+  await assert.rejects(async () => {
+    for await (const _ of generate(model, stubTokenizer(), g.prompt, { signal: AbortSignal.abort() })) assert.fail("a piece");
+  }, (e: Error) => e.name === "AbortError");
+});
+
+test("fetch: the zip reader extracts stored and deflated members as Python's zipfile wrote them", { skip: python ? false : "python3 is not available" }, () => {
+  const dir = mkdtempSync(join(tmpdir(), "wsp-llm-zip-"));
+  try {
+    const zip = join(dir, "t.whl");
+    const data = Array.from({ length: 300000 }, (_, i) => (i * 7919) % 251);
+    const py = `import zipfile,sys
+d=bytes([(i*7919)%251 for i in range(300000)])
+z=zipfile.ZipFile(sys.argv[1],'w')
+z.writestr(zipfile.ZipInfo('pkg/data/x.gguf.part00'),d,compress_type=zipfile.ZIP_DEFLATED)
+z.writestr(zipfile.ZipInfo('pkg/stored.bin'),d[:1000],compress_type=zipfile.ZIP_STORED)
+z.writestr('pkg/__init__.py','')
+z.close()`;
+    const r = spawnSync("python3", ["-c", py, zip], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    const bytes = readFileSync(zip);
+    const entries = listZip(bytes);
+    assert.deepEqual(entries.map((e) => [e.name, e.method]), [["pkg/data/x.gguf.part00", 8], ["pkg/stored.bin", 0], ["pkg/__init__.py", 0]]);
+    assert.deepEqual(Array.from(extract(bytes, entries[0])), data);
+    assert.deepEqual(Array.from(extract(bytes, entries[1])), data.slice(0, 1000));
+    assert.equal(extract(bytes, entries[2]).length, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
