@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { INTERNAL, internal } from "./brand.ts";
 import { BackendDevType, layouts, MAX_N_THREADS, SchedPriority, Status } from "./bindings.gen.ts";
 import { int, member } from "./args.ts";
 import { ArgumentError, BusyError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
@@ -68,7 +69,8 @@ export class Device {
   readonly pointer: number;
 
   /** @internal Devices come from {@linkcode devices}, {@linkcode deviceByName}, {@linkcode Backend.device}. */
-  constructor(pointer: number) {
+  constructor(pointer: number, token?: symbol) {
+    internal("Device", token, "devices(), deviceByName() or backend.device");
     this.pointer = pointer;
   }
 
@@ -120,18 +122,18 @@ export class Device {
 
   /** The registry entry of the backend library this device belongs to. */
   get reg(): BackendReg {
-    return new BackendReg(sym().wsp_ggml_backend_dev_backend_reg(this.pointer));
+    return new BackendReg(sym().wsp_ggml_backend_dev_backend_reg(this.pointer), INTERNAL);
   }
 
   /** The device's default buffer type (`wsp_ggml_backend_dev_buffer_type`). */
   get bufferType(): BufferType {
-    return new BufferType(sym().wsp_ggml_backend_dev_buffer_type(this.pointer));
+    return new BufferType(sym().wsp_ggml_backend_dev_buffer_type(this.pointer), INTERNAL);
   }
 
   /** The pinned host buffer type, or null when the device has none (`caps.hostBuffer`). */
   get hostBufferType(): BufferType | null {
     const p = sym().wsp_ggml_backend_dev_host_buffer_type(this.pointer);
-    return p === 0 ? null : new BufferType(p);
+    return p === 0 ? null : new BufferType(p, INTERNAL);
   }
 
   /** Whether the device can compute `tensor`'s op (`wsp_ggml_backend_dev_supports_op`). */
@@ -155,7 +157,7 @@ export class Device {
     const p = sym().wsp_ggml_backend_dev_init(this.pointer, c ? ffi.addressOf(c) : 0);
     keepAlive(c);
     if (p === 0) throw new GgmlError("ARGUMENT", `init: the ${this.name} device could not create a backend`);
-    return new Backend(p);
+    return new Backend(p, INTERNAL);
   }
 }
 
@@ -165,7 +167,8 @@ export class BackendReg {
   readonly pointer: number;
 
   /** @internal Registry entries come from {@linkcode backendRegs} and {@linkcode backendRegByName}. */
-  constructor(pointer: number) {
+  constructor(pointer: number, token?: symbol) {
+    internal("BackendReg", token, "backendRegs() or backendRegByName()");
     this.pointer = pointer;
   }
 
@@ -178,7 +181,7 @@ export class BackendReg {
   devices(): Device[] {
     const s = sym();
     const n = Number(s.wsp_ggml_backend_reg_dev_count(this.pointer));
-    return Array.from({ length: n }, (_, i) => new Device(s.wsp_ggml_backend_reg_dev_get(this.pointer, i)));
+    return Array.from({ length: n }, (_, i) => new Device(s.wsp_ggml_backend_reg_dev_get(this.pointer, i), INTERNAL));
   }
 }
 
@@ -186,7 +189,7 @@ export class BackendReg {
 export function backendRegs(): BackendReg[] {
   const s = sym();
   const n = Number(s.wsp_ggml_backend_reg_count());
-  return Array.from({ length: n }, (_, i) => new BackendReg(s.wsp_ggml_backend_reg_get(i)));
+  return Array.from({ length: n }, (_, i) => new BackendReg(s.wsp_ggml_backend_reg_get(i), INTERNAL));
 }
 
 /** The registered backend library called `name` (case-insensitive), or null. */
@@ -194,14 +197,14 @@ export function backendRegByName(name: string): BackendReg | null {
   const c = cString(name);
   const p = sym().wsp_ggml_backend_reg_by_name(ffi.addressOf(c));
   keepAlive(c);
-  return p === 0 ? null : new BackendReg(p);
+  return p === 0 ? null : new BackendReg(p, INTERNAL);
 }
 
 /** Every device of every registered backend (`wsp_ggml_backend_dev_count` / `_get`). */
 export function devices(): Device[] {
   const s = sym();
   const n = Number(s.wsp_ggml_backend_dev_count());
-  return Array.from({ length: n }, (_, i) => new Device(s.wsp_ggml_backend_dev_get(i)));
+  return Array.from({ length: n }, (_, i) => new Device(s.wsp_ggml_backend_dev_get(i), INTERNAL));
 }
 
 /** The device called `name` (case-insensitive, e.g. `"CPU"`), or null. */
@@ -209,14 +212,14 @@ export function deviceByName(name: string): Device | null {
   const c = cString(name);
   const p = sym().wsp_ggml_backend_dev_by_name(ffi.addressOf(c));
   keepAlive(c);
-  return p === 0 ? null : new Device(p);
+  return p === 0 ? null : new Device(p, INTERNAL);
 }
 
 /** The first device of a {@linkcode BackendDevType}, or null. */
 export function deviceByType(type: BackendDevType): Device | null {
   member("type", type, BackendDevType, "BackendDevType");
   const p = sym().wsp_ggml_backend_dev_by_type(type);
-  return p === 0 ? null : new Device(p);
+  return p === 0 ? null : new Device(p, INTERNAL);
 }
 
 /**
@@ -227,7 +230,7 @@ export function loadBackend(path: string): BackendReg | null {
   const c = cString(path);
   const p = sym().wsp_ggml_backend_load(ffi.addressOf(c));
   keepAlive(c);
-  return p === 0 ? null : new BackendReg(p);
+  return p === 0 ? null : new BackendReg(p, INTERNAL);
 }
 
 /**
@@ -368,8 +371,9 @@ export class Backend {
   /** How a threadpool refers to the backends it is attached to: weakly, so that it keeps none of them alive. */
   readonly #self = new WeakRef(this);
 
-  /** @internal */
-  constructor(ptr: number) {
+  /** @internal Backends come from {@linkcode Backend.cpu}, {@linkcode Backend.initByName}, … */
+  constructor(ptr: number, token?: symbol) {
+    internal("Backend", token, "Backend.cpu(), Backend.initByName(), Backend.initBest() or device.init()");
     const s = sym();
     // Always installed on a CPU backend: a compute running off the JS thread is stopped by setting the flag.
     const flag = s.wsp_ggml_backend_is_cpu(ptr) ? takeAbortFlag() : undefined;
@@ -385,7 +389,7 @@ export class Backend {
   static cpu(options: CpuBackendOptions = {}): Backend {
     const p = sym().wsp_ggml_backend_cpu_init();
     if (p === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_backend_cpu_init failed");
-    const b = new Backend(p);
+    const b = new Backend(p, INTERNAL);
     if (options.nThreads !== undefined) b.setNThreads(options.nThreads);
     if (options.threadpool !== undefined) b.setThreadpool(options.threadpool);
     return b;
@@ -401,7 +405,7 @@ export class Backend {
     const p = sym().wsp_ggml_backend_init_by_name(ffi.addressOf(n), c ? ffi.addressOf(c) : 0);
     keepAlive([n, c]);
     if (p === 0) throw new ArgumentError(`initByName: no device called ${JSON.stringify(name)} (have: ${devices().map((d) => d.name).join(", ")})`);
-    return new Backend(p);
+    return new Backend(p, INTERNAL);
   }
 
   /**
@@ -415,14 +419,14 @@ export class Backend {
     const p = sym().wsp_ggml_backend_init_by_type(type, c ? ffi.addressOf(c) : 0);
     keepAlive(c);
     if (p === 0) throw new ArgumentError(`initByType: no device of type ${type}`);
-    return new Backend(p);
+    return new Backend(p, INTERNAL);
   }
 
   /** The best backend there is: a GPU, else an integrated GPU, else the CPU (`wsp_ggml_backend_init_best`). */
   static initBest(): Backend {
     const p = sym().wsp_ggml_backend_init_best();
     if (p === 0) throw new GgmlError("UNSUPPORTED", "initBest: no backend could be created");
-    return new Backend(p);
+    return new Backend(p, INTERNAL);
   }
 
   /** The native `wsp_ggml_backend_t`. */
@@ -453,12 +457,12 @@ export class Backend {
 
   /** Its device (`wsp_ggml_backend_get_device`). */
   get device(): Device {
-    return new Device(sym().wsp_ggml_backend_get_device(this.pointer));
+    return new Device(sym().wsp_ggml_backend_get_device(this.pointer), INTERNAL);
   }
 
   /** The buffer type it allocates by default (`wsp_ggml_backend_get_default_buffer_type`). */
   get defaultBufferType(): BufferType {
-    return new BufferType(sym().wsp_ggml_backend_get_default_buffer_type(this.pointer));
+    return new BufferType(sym().wsp_ggml_backend_get_default_buffer_type(this.pointer), INTERNAL);
   }
 
   /** Alignment of its default buffers, in bytes. */
@@ -540,6 +544,7 @@ export class Backend {
         throw new UnsupportedOpError(`${what}: ${this.name} does not support ${str(s.wsp_ggml_op_desc(n._ptr))} on ${n.describe()}`);
       }
     }
+    graph._checkIndices(what);
   }
 
   /**

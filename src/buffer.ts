@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { INTERNAL, internal } from "./brand.ts";
 import { BackendBufferUsage, layouts, Type } from "./bindings.gen.ts";
 import { int, member, size } from "./args.ts";
 import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, NotAllocatedError, ShapeError, UseAfterFreeError } from "./errors.ts";
@@ -27,7 +28,8 @@ export class BufferType {
   readonly pointer: number;
 
   /** @internal Buffer types come from a device, a backend or `cpuBufferType()`. */
-  constructor(pointer: number) {
+  constructor(pointer: number, token?: symbol) {
+    internal("BufferType", token, "cpuBufferType(), backend.defaultBufferType or device.bufferType");
     this.pointer = pointer;
   }
 
@@ -67,13 +69,13 @@ export class BufferType {
     if (bytes > this.maxSize) throw new BoundsError(`allocBuffer: ${bytes} bytes exceed the ${this.name} buffer type's maximum of ${this.maxSize}`);
     const p = sym().wsp_ggml_backend_buft_alloc_buffer(this.pointer, bytes);
     if (p === 0) throw new GgmlError("OUT_OF_MEMORY", `allocBuffer: ${this.name} could not allocate ${bytes} bytes`);
-    return new Buffer(p);
+    return new Buffer(p, INTERNAL);
   }
 }
 
 /** The CPU's buffer type (`wsp_ggml_backend_cpu_buffer_type`). */
 export function cpuBufferType(): BufferType {
-  return new BufferType(sym().wsp_ggml_backend_cpu_buffer_type());
+  return new BufferType(sym().wsp_ggml_backend_cpu_buffer_type(), INTERNAL);
 }
 
 /** The buffers this API made, by native pointer (weakly: a buffer nothing refers to is collected). */
@@ -94,7 +96,8 @@ export class Buffer {
   readonly #contexts = new Set<Context>();
 
   /** @internal */
-  constructor(ptr: number) {
+  constructor(ptr: number, token?: symbol) {
+    internal("Buffer", token, "bufferType.allocBuffer() or allocCtxTensors()");
     this.#h = adopt(this, "buffer", ptr, releaseBuffer);
     live.set(ptr, new WeakRef(this));
   }
@@ -147,7 +150,7 @@ export class Buffer {
 
   /** Its buffer type. */
   get type(): BufferType {
-    return new BufferType(sym().wsp_ggml_backend_buffer_get_type(this.pointer));
+    return new BufferType(sym().wsp_ggml_backend_buffer_get_type(this.pointer), INTERNAL);
   }
 
   /** What it holds: a {@linkcode BackendBufferUsage} (ANY, WEIGHTS, COMPUTE); the scheduler prefers the backend of WEIGHTS buffers. */
@@ -270,7 +273,7 @@ export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buf
     if (anyNeeds) throw new GgmlError("OUT_OF_MEMORY", `allocCtxTensors: ${buft.name} could not allocate the context's tensors`);
     return null;
   }
-  const b = new Buffer(p);
+  const b = new Buffer(p, INTERNAL);
   b._hold(ctx);
   return b;
 }
@@ -302,6 +305,21 @@ export class Placements {
         this.#placed.add(t);
         t.context._keep(this.#owner);
       }
+    }
+  }
+
+  /**
+   * Throws {@linkcode BusyError} while an asynchronous compute uses a
+   * recorded tensor (its context is held): freeing or reusing the buffers
+   * would pull the memory from under the compute's threads.
+   */
+  idle(what: string): void {
+    let last: Context | undefined;
+    for (const t of this.#placed) {
+      const c = t.context;
+      if (c === last) continue;
+      last = c;
+      if (!c.freed && c._busy) throw new BusyError(`${what}: tensors this allocator placed are being computed asynchronously (await graphComputeAsync first)`);
     }
   }
 
@@ -368,6 +386,7 @@ export class Gallocr {
    */
   reserve(graph: Graph): this {
     this.#check("reserve", graph);
+    this.#placements.idle("reserve");
     this.#placements.clear(); // reserving may reallocate the buffers
     if (!sym().wsp_ggml_gallocr_reserve(this.#live("reserve"), graph.pointer)) {
       throw new GgmlError("OUT_OF_MEMORY", "reserve: the Gallocr could not allocate its buffers");
@@ -385,6 +404,7 @@ export class Gallocr {
   allocGraph(graph: Graph): this {
     this.#check("allocGraph", graph);
     const p = this.#live("allocGraph");
+    this.#placements.idle("allocGraph");
     this.#placements.clear(); // the previous graph's places are reused now
     if (!this.#placements.record(graph, () => sym().wsp_ggml_gallocr_alloc_graph(p, graph.pointer))) {
       throw new GgmlError("OUT_OF_MEMORY", "allocGraph: the Gallocr could not allocate the graph");
@@ -404,6 +424,7 @@ export class Gallocr {
   /** Frees the allocator and its buffers; the tensors it placed are marked unallocated (using them throws {@linkcode NotAllocatedError}). */
   free(): void {
     if (this.#h.ptr === 0) return;
+    this.#placements.idle("free");
     this.#placements.clear();
     dispose(this.#h);
   }

@@ -10,9 +10,10 @@
  *
  * @module
  */
+import { INTERNAL } from "./brand.ts";
 import { DEFAULT_GRAPH_SIZE, layouts, MAX_DIMS, MEM_ALIGN, Type } from "./bindings.gen.ts";
 import { bool, member, size as sizeArg } from "./args.ts";
-import { ArgumentError, BusyError, ContextOutOfMemoryError, GgmlError, UseAfterFreeError } from "./errors.ts";
+import { ArgumentError, BusyError, ContextOutOfMemoryError, GgmlError, ShapeError, UseAfterFreeError } from "./errors.ts";
 import { Graph } from "./graph.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { checkNewTensor } from "./checks.ts";
@@ -124,8 +125,19 @@ function measureInScratch(op: string, call: (ctx: number) => Handle, withData: b
       objects++;
       const offs = i64At(v, o + OBJ_OFFS);
       bytes = offs + i64At(v, o + OBJ_SIZE);
-      if (withData && v[(o + OBJ_TYPE) >> 2] === OBJECT_TYPE_TENSOR && i64At(v, offs + T.view_src.offset) === 0) {
-        bytes += pad(nbytesAt(v, offs), MEM_ALIGN);
+      if (v[(o + OBJ_TYPE) >> 2] === OBJECT_TYPE_TENSOR) {
+        // A negative ne (from an op's size formula) makes ggml's data size a wrapped size_t: the
+        // object's bound would wrap past the pool's end check and the next tensor overwrite this
+        // pool's earlier ones. The scratch is no_alloc (headers only), so it is safe to see here.
+        const ne = (offs + T.ne.offset) >> 2;
+        if ((v[ne + 1] | v[ne + 3] | v[ne + 5] | v[ne + 7]) < 0) {
+          throw new ShapeError(`${op}: the result would have a negative dimension [${[0, 8, 16, 24].map((k) => i64At(v, offs + T.ne.offset + k)).join(", ")}]`);
+        }
+        // Sizes in doubles (no wrap); an unsafe figure is over any pool.
+        if (withData && i64At(v, offs + T.view_src.offset) === 0) {
+          const n = nbytesAt(v, offs);
+          bytes += Number.isSafeInteger(n) ? pad(n, MEM_ALIGN) : Infinity;
+        }
       }
       const next = i64At(v, o + OBJ_NEXT);
       if (next === 0) break;
@@ -375,7 +387,7 @@ export class Context extends Ops {
   _wrap(ptr: number): Tensor {
     const off = ptr - this.#base, last = this.#last;
     if (last === undefined || last._off < off) {
-      const t = new Tensor(this, off, last);
+      const t = new Tensor(this, off, last, INTERNAL);
       this.#last = t;
       // The newest tensor's object header is where usedMem's walk can resume (ggml puts it right before the struct).
       if (off - this.#objectSize > this.#lastObject) this.#lastObject = off - this.#objectSize;
@@ -394,7 +406,7 @@ export class Context extends Ops {
       else hi = mid;
     }
     if (lo < n && list[lo]._off === off) return list[lo];
-    const t = new Tensor(this, off, undefined);
+    const t = new Tensor(this, off, undefined, INTERNAL);
     list.splice(lo, 0, t);
     return t;
   }
@@ -593,6 +605,6 @@ export class Context extends Ops {
     const used = this.usedMem;
     if (used + needed > this.#state.memSize) throw new ContextOutOfMemoryError("newGraphCustom", needed, this.#state.memSize - used);
     this.#spare = 0;
-    return new Graph(this, s.wsp_ggml_new_graph_custom(this.#state.ptr, size, grads), size, grads);
+    return new Graph(this, s.wsp_ggml_new_graph_custom(this.#state.ptr, size, grads), size, grads, INTERNAL);
   }
 }

@@ -6,13 +6,15 @@
  */
 import { DEFAULT_N_THREADS, GluOp, MAX_N_THREADS, Op, Status, TensorFlag, Type, UnaryOp } from "./bindings.gen.ts";
 import { int } from "./args.ts";
+import { internal } from "./brand.ts";
 import { ArgumentError, BoundsError, BusyError, ComputeError, GgmlTypeError, GraphFullError, NotAllocatedError, UnsupportedOpError } from "./errors.ts";
 import { ffi } from "./loader.ts";
 import { runtime } from "./runtime.ts";
-import { BACKWARD_OPS } from "./checks.ts";
+import { BACKWARD_OPS, checkBackward, cpuKernelRefusal } from "./checks.ts";
 import { CPU_TYPES } from "./cpu_types.gen.ts";
 import type { Context } from "./context.ts";
 import { i64At, Tensor } from "./tensor.ts";
+import { type IndexPlan, planIndexChecks, scanIndices } from "./indices.ts";
 
 const nameOf = (values: Record<string, number>) => new Map(Object.entries(values).map(([k, v]) => [v, k]));
 const OP_NAMES = nameOf(Op), UNARY_NAMES = nameOf(UnaryOp), GLU_NAMES = nameOf(GluOp), TYPE_NAMES = nameOf(Type);
@@ -24,6 +26,7 @@ const OP_NAMES = nameOf(Op), UNARY_NAMES = nameOf(UnaryOp), GLU_NAMES = nameOf(G
 export function cpuHandlesTypes(node: Tensor): boolean {
   const op = OP_NAMES.get(node.op) ?? "";
   const key = node.op === Op.UNARY ? `UNARY.${UNARY_NAMES.get(node.subOp!)}` : node.op === Op.GLU ? `GLU.${GLU_NAMES.get(node.subOp!)}` : op;
+  if (cpuKernelRefusal(node) !== null) return false; // the kernels' layout and parameter asserts
   const rules = CPU_TYPES[key];
   if (!rules) return true;
   const [src0, src1] = node.src;
@@ -106,10 +109,13 @@ export class Graph {
   /** Contexts of the tensors expanded since the last #sync: where the new nodes' pointers resolve. */
   readonly #roots = new Set<Context>();
   #checked = false;
+  /** The index tensors to scan before each compute (planIndexChecks), computed once per graph shape. */
+  #indexPlan: IndexPlan | undefined;
   #busy = false;
 
   /** @internal Graphs come from `ctx.newGraph()` / `ctx.newGraphCustom()`. */
-  constructor(context: Context, ptr: number, size: number, grads: boolean) {
+  constructor(context: Context, ptr: number, size: number, grads: boolean, token?: symbol) {
+    internal("Graph", token, "ctx.newGraph() or ctx.newGraphCustom()");
     this.context = context;
     this.#ptr = ptr;
     this.#off = ptr - context._base;
@@ -246,6 +252,7 @@ export class Graph {
       runtime().lib.symbols.wsp_ggml_build_forward_expand(this.#ptr, tensor._ptr);
       this.#stale = true;
       this.#checked = false;
+      this.#indexPlan = undefined;
       return this;
     }
     this.#sync();
@@ -295,6 +302,7 @@ export class Graph {
     for (const t of newNodes) this.#nodes.push(t);
     for (const t of newLeafs) this.#leafs.push(t);
     this.#checked = false;
+    this.#indexPlan = undefined;
     return this;
   }
 
@@ -344,6 +352,7 @@ export class Graph {
       }
       needs.add(n._ptr);
     }
+    checkBackward(nodes); // the per-op, per-source and sub-op conditions of wsp_ggml_compute_backward
     // Gradients need room: a generous bound of 8 tensors of the node's size per node.
     const rt = runtime();
     let bound = 0;
@@ -366,6 +375,7 @@ export class Graph {
     this.#stale = true;
     this.#sync();
     this.#checked = false;
+    this.#indexPlan = undefined;
     return this;
   }
 
@@ -391,6 +401,20 @@ export class Graph {
     return this;
   }
 
+  /**
+   * @internal Checks the index values the graph's index ops will read
+   * (`get_rows`, `set_rows`, `add_id`, `mul_mat_id`, `get_rows_back`,
+   * `ssm_scan`; see indices.ts): before every compute, on every path.
+   *
+   * @throws {BoundsError} for an index out of range
+   * @throws {UnsupportedOpError} for computed indices that cannot be bounded
+   */
+  _checkIndices(what: string): void {
+    this.#sync();
+    const plan = this.#indexPlan ??= planIndexChecks(what, this.#nodes);
+    if (plan.length !== 0) scanIndices(what, plan);
+  }
+
   #preflight(): void {
     for (const c of this.context._reachable()) c._pool("compute: a context the graph uses");
     // Every time, not once: a backend buffer or a scheduler freed since the last compute unallocates its tensors.
@@ -402,7 +426,8 @@ export class Graph {
     for (const t of this.#nodes) {
       if (!cpuHandlesTypes(t) || !rt.lib.symbols.wsp_ggml_backend_supports_op(backend, t._ptr)) {
         const name = ffi.readCString(rt.lib.symbols.wsp_ggml_op_desc(t._ptr));
-        throw new UnsupportedOpError(`compute: the CPU backend does not support ${name} on ${t.describe()} (sources: ${t.src.map((s) => s.describe()).join(", ")})`);
+        const why = cpuKernelRefusal(t);
+        throw new UnsupportedOpError(`compute: the CPU backend does not support ${name} on ${t.describe()} (sources: ${t.src.map((s) => s.describe()).join(", ")})${why ? `: ${why}` : ""}`);
       }
     }
     this.#checked = true;
@@ -424,6 +449,7 @@ export class Graph {
     this.#sync();
     if (this.#nodes.length === 0) return this;
     this.#preflight();
+    this._checkIndices("compute");
     const rt = runtime();
     const s = rt.lib.symbols;
     const backend = rt.cpuBackend();

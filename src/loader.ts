@@ -32,7 +32,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -350,6 +350,9 @@ export function loadLibrary(options: LoadOptions = {}): Library {
     return loaded;
   }
   const location = locateLibrary(options);
+  // Before any dlopen, probing or not: a truncated file is SIGBUS, not an error.
+  checkLibraryFile(location, location.base);
+  for (const path of cpuVariants(location.dir).values()) checkLibraryFile(location, path);
   const probe = options.probe ?? process.env[PROBE_ENV] === "1";
   if (probe && options.cpuVariant === undefined) {
     // The child chose the variant the same way; opening the others here to
@@ -383,6 +386,69 @@ export function loadLibrary(options: LoadOptions = {}): Library {
   for (const l of logs) if (l.level === LogLevel.WARN || l.level === LogLevel.ERROR) console.warn(l.text.trimEnd());
   loaded = { ...lib, ffi, location, cpuPath, cpuVariant, cpuReg };
   return loaded;
+}
+
+/**
+ * Why `path` cannot be a shared library for dlopen, or null when its header
+ * looks sound. The dynamic loader maps an ELF file's segments as the program
+ * headers describe them; a truncated file (a copy or download cut short)
+ * maps pages past its end, and the first access to them is SIGBUS — before
+ * any error can be reported. So the header and the extents it declares
+ * (program headers, segments, section headers) are checked against the
+ * file's size first. Mach-O and PE files get the magic check only (their
+ * loaders check sizes themselves).
+ */
+export function libraryFileProblem(path: string): string | null {
+  let fd: number;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) return "is not a regular file";
+    fd = openSync(path, "r");
+  } catch (e) {
+    return `cannot be read (${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message})`;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const head = new Uint8Array(64);
+    const got = readSync(fd, head, 0, 64, 0);
+    const v = new DataView(head.buffer);
+    const magic = v.getUint32(0, false);
+    if (got >= 4 && (magic === 0xcffaedfe || magic === 0xcefaedfe || magic === 0xcafebabe)) return null; // Mach-O (thin, fat)
+    if (got >= 2 && head[0] === 0x4d && head[1] === 0x5a) return null; // PE ("MZ")
+    if (got < 4 || magic !== 0x7f454c46) return `is not a shared library (no ELF, Mach-O or PE header; ${size} bytes)`;
+    if (got < 64 || head[4] !== 2) return got < 64 ? `is truncated (${size} bytes: shorter than an ELF header)` : "is a 32-bit ELF file";
+    const le = head[5] === 1;
+    const u16 = (o: number) => v.getUint16(o, le);
+    const u64 = (dv: DataView, o: number) => Number(dv.getBigUint64(o, le));
+    const phoff = u64(v, 32), shoff = u64(v, 40), phentsize = u16(54), phnum = u16(56), shentsize = u16(58), shnum = u16(60);
+    if (phnum === 0 || phentsize < 56) return "is an ELF file without program headers (not a shared library)";
+    const phEnd = phoff + phnum * phentsize;
+    if (phEnd > size) return `is truncated (${size} bytes; its program headers end at byte ${phEnd})`;
+    if (shnum > 0 && shoff + shnum * shentsize > size) return `is truncated (${size} bytes; its section headers end at byte ${shoff + shnum * shentsize})`;
+    const ph = new Uint8Array(phnum * phentsize);
+    readSync(fd, ph, 0, ph.length, phoff);
+    const pv = new DataView(ph.buffer);
+    for (let i = 0; i < phnum; i++) {
+      const at = i * phentsize;
+      const type = pv.getUint32(at, le);
+      if (type !== 1) continue; // PT_LOAD
+      const end = u64(pv, at + 8) + u64(pv, at + 32); // p_offset + p_filesz
+      if (end > size) return `is truncated (${size} bytes; a loadable segment ends at byte ${end})`;
+    }
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Throws {@linkcode LibraryNotFoundError} for a file dlopen cannot safely map ({@linkcode libraryFileProblem}). */
+function checkLibraryFile(location: LibraryLocation, path: string): void {
+  const problem = libraryFileProblem(path);
+  if (problem !== null) {
+    throw new LibraryNotFoundError(`wsp-ggml: ${path} ${problem}; it was not opened (a truncated library would crash the process when mapped). Reinstall or rebuild the libraries in ${location.dir}.`, [
+      `${location.source}: ${path} ${problem}`,
+    ]);
+  }
 }
 
 /**

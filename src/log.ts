@@ -78,7 +78,13 @@ export function logNatives(): Natives {
 
 let current: { callback: LogCallback; native: NativeCallback } | undefined;
 
+/** How many log callbacks are running (a logSet from inside one must not close the native callback under it). */
+let delivering = 0;
+/** A logSet called from inside a log callback: applied once the JS stack has unwound (a microtask). */
+let pending: { callback: LogCallback | null; minLevel: LogLevel } | undefined;
+
 function deliver(callback: LogCallback, level: number, text: string): void {
+  delivering++;
   try {
     callback(level as LogLevel, text);
   } catch (e) {
@@ -86,8 +92,11 @@ function deliver(callback: LogCallback, level: number, text: string): void {
     queueMicrotask(() => {
       throw e;
     });
+  } finally {
+    delivering--;
   }
 }
+
 
 function drain(callback: LogCallback): void {
   const { s, levelOffset, textOffset } = logNatives();
@@ -111,6 +120,9 @@ const LEVELS: ReadonlySet<number> = new Set([LogLevel.NONE, LogLevel.DEBUG, LogL
  * default with `null`: WARN and ERROR messages to stderr, the rest dropped.
  * Call it on the JS thread that uses the library: `callback` always runs
  * there (messages from native threads are queued; see {@linkcode logFlush}).
+ * Called from inside a log callback, the change takes effect once the
+ * native call that logged returns (a microtask); until then messages go to
+ * the running callback.
  * An exception thrown by `callback` cannot cross C: it is rethrown from a
  * microtask, as an uncaught error.
  *
@@ -122,6 +134,22 @@ export function logSet(callback: LogCallback | null, options: LogOptions = {}): 
   if (callback !== null && typeof callback !== "function") throw new ArgumentError("logSet: expected a function or null");
   const minLevel = options.minLevel ?? LogLevel.DEBUG;
   if (!LEVELS.has(minLevel)) throw new ArgumentError(`logSet: minLevel must be a LogLevel other than CONT (0 … 4), got ${String(minLevel)}`);
+  if (delivering > 0) {
+    // From inside a log callback, whose native callback is on the stack: closing it there frees the code it
+    // returns into (Deno), and a callback created there fails on its first call (koffi). The change waits until
+    // the native call that logged has returned (a microtask); messages until then go to the running callback.
+    const first = pending === undefined;
+    pending = { callback, minLevel };
+    if (first) {
+      queueMicrotask(() => {
+        const p = pending;
+        pending = undefined;
+        if (p) logSet(p.callback, { minLevel: p.minLevel });
+      });
+    }
+    return;
+  }
+  pending = undefined; // a direct call supersedes one deferred from a callback
   const { s } = logNatives();
   const previous = current;
   if (previous) drain(previous.callback);
@@ -137,7 +165,7 @@ export function logSet(callback: LogCallback | null, options: LogOptions = {}): 
     s.wsp_js_log_install(native.pointer, minLevel === LogLevel.NONE ? LogLevel.INFO : minLevel);
     current = { callback: cb, native };
   }
-  // Only the JS thread calls the JS callback, and it is here: closing is safe.
+  // Only the JS thread calls the JS callback, and it is here, outside any callback: closing is safe.
   previous?.native.close();
 }
 

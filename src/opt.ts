@@ -21,7 +21,9 @@
  */
 import { callbacks, layouts, OptBuildType, OptLossType, OptOptimizerType, TensorFlag, Type } from "./bindings.gen.ts";
 import { bool, i64, member } from "./args.ts";
-import { ArgumentError, BoundsError, GgmlError, GgmlTypeError, GraphFullError, NotAllocatedError, ShapeError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
+import { totalmem } from "node:os";
+import { type IndexPlan, nodesOf, planIndexChecks, scanIndices } from "./indices.ts";
+import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, GraphFullError, NotAllocatedError, ShapeError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { Context } from "./context.ts";
@@ -63,8 +65,21 @@ abstract class Owned {
     return this.#h.ptr === 0;
   }
 
-  /** Frees the native object (idempotent). */
+  /** An epoch that uses this object is running (its progress callback runs JS). */
+  #inUse = 0;
+
+  /** @internal Counts epochs using this object (`free` is refused meanwhile). */
+  _hold(delta: 1 | -1): void {
+    this.#inUse += delta;
+  }
+
+  /**
+   * Frees the native object (idempotent).
+   *
+   * @throws {BusyError} from inside an epoch's progress callback, for an object the epoch uses
+   */
   free(): void {
+    if (this.#inUse > 0 && this.#h.ptr !== 0) throw new BusyError(`free: the ${this.#what} is used by a running epoch (this is a call from inside its progress callback; free it after epoch() returns)`);
     dispose(this.#h);
   }
 
@@ -145,7 +160,21 @@ export class OptDataset extends Owned {
     const ndataShard = positive("OptDataset: ndataShard", options.ndataShard ?? 1);
     if (ndata % ndataShard !== 0) throw new BoundsError(`OptDataset: ndataShard ${ndataShard} must divide ndata ${ndata} (ggml would drop the partial shard)`);
     const s = sym();
+    // ggml allocates the data, the labels and an 8-byte permutation entry per shard, and checks none of it:
+    // a failed buffer leaves the tensors without data (every later call reads NULL), a failed permutation
+    // is std::bad_alloc (std::terminate). Refuse what cannot fit in this machine's memory first.
+    const types = runtime().types;
+    const bytes = neDatapoint * ndata * types.get(typeData)!.typeSize + neLabel * ndata * types.get(typeLabel)!.typeSize + 8 * (ndata / ndataShard);
+    if (!Number.isSafeInteger(bytes) || bytes > totalmem()) {
+      throw new GgmlError("OUT_OF_MEMORY", `OptDataset: ${bytes} bytes of data, labels and shard index do not fit in this machine's ${totalmem()} bytes of memory`);
+    }
     super("dataset", s.wsp_ggml_opt_dataset_init(typeData, typeLabel, neDatapoint, neLabel, ndata, ndataShard), (p) => sym().wsp_ggml_opt_dataset_free(p));
+    const p = this._live("OptDataset");
+    const data = s.wsp_ggml_opt_dataset_data(p), labels = neLabel > 0 ? s.wsp_ggml_opt_dataset_labels(p) : 0;
+    if (ffi.readPointer(data, DATA) === 0 || (labels !== 0 && ffi.readPointer(labels, DATA) === 0)) {
+      this.free();
+      throw new GgmlError("OUT_OF_MEMORY", `OptDataset: ggml could not allocate the dataset's ${bytes} bytes`);
+    }
     this.typeData = typeData;
     this.typeLabel = typeLabel;
     this.neDatapoint = neDatapoint;
@@ -171,6 +200,12 @@ export class OptDataset extends Owned {
     const t = labels ? s.wsp_ggml_opt_dataset_labels(p) : s.wsp_ggml_opt_dataset_data(p);
     const type = labels ? this.typeLabel : this.typeData;
     return { data: ffi.readPointer(t, DATA), bytes: Number(s.wsp_ggml_nbytes(t)), type, count: (labels ? this.neLabel : this.neDatapoint) * this.ndata };
+  }
+
+  /** @internal The data as bytes of native memory (valid while the dataset lives), and its element count. */
+  _raw(what: string): { buffer: ArrayBuffer; offset: number; count: number } {
+    const { data, bytes, count } = this.#tensor(what, false);
+    return { buffer: ffi.view(data, bytes), offset: 0, count };
   }
 
   #set(what: string, labels: boolean, values: TensorData): this {
@@ -609,6 +644,9 @@ export class OptContext extends Owned {
     return p;
   }
 
+  /** The model's index checks (indices.ts), planned at the first epoch. */
+  #indexPlan: IndexPlan | undefined;
+
   /** The native `wsp_ggml_opt_context_t`. */
   get pointer(): number {
     return this._live("optContext");
@@ -705,6 +743,12 @@ export class OptContext extends Owned {
     this.#checkResult("epoch: resultEval", ev);
     const on = options.onProgress;
     if (on !== undefined && typeof on !== "function") throw new ArgumentError("epoch: onProgress must be a function");
+    // Index ops of the model (get_rows of an embedding, …): the values they will read, the inputs' from the dataset.
+    const plan = this.#indexPlan ??= planIndexChecks("epoch", nodesOf(this.outputs));
+    if (plan.length !== 0) {
+      const inputs = this.inputs;
+      scanIndices("epoch", plan.map((s) => (s.idx.viewSrc ?? s.idx) === inputs ? { ...s, data: dataset._raw("epoch") } : s));
+    }
     let error: unknown;
     const cb = on
       ? ffi.callback(callbacks.wsp_ggml_opt_epoch_callback, ((isTrain: boolean, _o: number, _d: number, _r: number, ibatch: number | bigint, nbatch: number | bigint) => {
@@ -716,9 +760,22 @@ export class OptContext extends Owned {
         }
       }) as never)
       : null;
+    // The callback runs JS during the epoch: everything the epoch uses refuses free() until it returns.
+    const dp = dataset.pointer, tp = train.pointer, ep = ev.pointer;
+    const leave = cb ? this.sched._enter("epoch") : undefined;
+    const held: { _hold(d: 1 | -1): void }[] = [];
+    if (cb) {
+      const contexts = new Set([this.ctxCompute, this.inputs.context, ...this.outputs.context._reachable()]);
+      for (const h of [this, dataset, train, ev, ...contexts]) {
+        h._hold(1);
+        held.push(h);
+      }
+    }
     try {
-      sym().wsp_ggml_opt_epoch(p, dataset.pointer, train.pointer, ev.pointer, idata, cb?.pointer ?? 0, cb?.pointer ?? 0);
+      sym().wsp_ggml_opt_epoch(p, dp, tp, ep, idata, cb?.pointer ?? 0, cb?.pointer ?? 0);
     } finally {
+      for (const h of held) h._hold(-1);
+      leave?.();
       cb?.close();
       this.sched.reset();
     }
@@ -762,6 +819,12 @@ function preflight(sched: Sched, ctxCompute: Context, outputs: Tensor, lossType:
   const params = forward.filter((n) => n.flags & TensorFlag.PARAM);
   if (forward.some((n) => n.flags & TensorFlag.LOSS)) throw new ArgumentError("OptContext: a tensor of the model is marked as a loss (setLoss); ggml-opt adds its own loss and supports no extra loss terms");
   if (buildType !== OptBuildType.FORWARD && params.length === 0) throw new ArgumentError("OptContext: the model has no trainable parameters (mark them with setParam()) — needed for buildType GRAD / OPT");
+  // wsp_ggml_compute_forward_opt_step_adamw / _sgd have an f32 kernel only (any other type: WSP_GGML_ABORT); the
+  // optimizer's moments are duplicates of the parameter, so an f16 parameter reaches them at the first step.
+  if (buildType === OptBuildType.OPT) {
+    const bad = params.find((p) => p.type !== Type.F32);
+    if (bad) throw new GgmlTypeError(`OptContext: parameter ${bad.describe()} is not f32; ggml's optimizers (AdamW, SGD) update f32 parameters only (keep an f32 master copy and cast it in the model)`);
+  }
   // The loss, as wsp_ggml_opt_build makes it (in ggml-opt's own context there; here in the scratch).
   let loss: Tensor;
   const [ne0, ne1] = outputs.shape;

@@ -19,6 +19,49 @@ const QUANTIZABLE = new Set<number>([
   Type.IQ4_NL, Type.IQ4_XS, Type.F16, Type.BF16, Type.F32,
 ]);
 
+/**
+ * The i-quants whose quantizer searches a codebook (ggml-quants.c,
+ * `quantize_row_iq1_s_impl` … `quantize_row_iq3_s_impl`) and aborts when the
+ * search finds nothing (`WSP_GGML_ASSERT(besti1 >= 0 …)`, `grid_index >= 0`,
+ * `scale >= 0`, `WSP_GGML_ABORT("fatal error")`): NaN or ±Inf in the input
+ * or the importance weights, weights that are zero or negative over a whole
+ * block, and values whose squares overflow f32 in the error sums make every
+ * candidate compare false (measured: iq1_s aborts on a NaN / Inf / 3e38
+ * input, a NaN / Inf weight, an all-zero block of weights, all-negative
+ * weights; one zero or negative weight among positive ones passes).
+ */
+const SEARCHED = new Set<number>([Type.IQ1_S, Type.IQ1_M, Type.IQ2_XXS, Type.IQ2_XS, Type.IQ2_S, Type.IQ3_XXS, Type.IQ3_S]);
+
+/**
+ * The inputs the codebook search needs: finite values small enough that
+ * `weight · x²` sums stay finite in f32 (`max|x|³ · max(w) · nPerRow` below
+ * 1e36, the weights being x² without an imatrix), and importance weights that are finite and positive.
+ *
+ * @throws {ArgumentError} naming the first offending value
+ */
+function checkSearchInputs(name: string, src: Float32Array, imatrix: Float32Array | undefined, nPerRow: number): void {
+  let maxAbs = 0;
+  for (let i = 0; i < src.length; i++) {
+    const x = src[i];
+    if (x !== x || x === Infinity || x === -Infinity) throw new ArgumentError(`quantize: ${name} needs finite input; src[${i}] is ${x} (ggml's codebook search aborts)`);
+    const a = x < 0 ? -x : x;
+    if (a > maxAbs) maxAbs = a;
+  }
+  // Without an imatrix the weights are x² (or √(σ² + x²)·|x|): the sums grow as |x|⁴.
+  let maxW = maxAbs;
+  if (imatrix) {
+    maxW = 0;
+    for (let i = 0; i < imatrix.length; i++) {
+      const w = imatrix[i];
+      if (!(w > 0) || w === Infinity) throw new ArgumentError(`quantize: ${name} needs positive, finite importance weights; imatrix[${i}] is ${w} (ggml's codebook search aborts on NaN / Inf, and on blocks without a positive weight)`);
+      if (w > maxW) maxW = w;
+    }
+  }
+  if (maxAbs ** 3 * maxW * nPerRow > 1e36) {
+    throw new ArgumentError(`quantize: ${name}: values up to ${maxAbs}${imatrix ? ` with weights up to ${maxW}` : ""} overflow f32 in ggml's error sums (its codebook search then aborts); scale the row down`);
+  }
+}
+
 /** Whether {@linkcode quantize} can produce `type`. */
 export function canQuantize(type: Type): boolean {
   return QUANTIZABLE.has(type);
@@ -77,6 +120,7 @@ export function quantize(type: Type, src: Float32Array, options: QuantizeOptions
   if (imatrix === undefined && s.wsp_ggml_wsp_quantize_requires_imatrix(type)) {
     throw new GgmlTypeError(`quantize: ${traits.name} requires an importance matrix (options.imatrix)`);
   }
+  if (SEARCHED.has(type)) checkSearchInputs(traits.name, src, imatrix, nPerRow);
   const out = new Uint8Array(nrows * rowBytes);
   if (out.length === 0) return out;
   const written = Number(s.wsp_ggml_wsp_quantize_chunk(type, ffi.addressOf(src), ffi.addressOf(out), 0, nrows, nPerRow, imatrix ? ffi.addressOf(imatrix) : 0));

@@ -6,12 +6,15 @@
  *
  * @module
  */
+import { INTERNAL } from "./brand.ts";
 import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "./bindings.gen.ts";
+import { totalmem } from "node:os";
 import { bool, size } from "./args.ts";
 import { ArgumentError, BoundsError, BusyError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
 import { runtime } from "./runtime.ts";
 import { checkData, Graph } from "./graph.ts";
+import { cpuKernelRefusal } from "./checks.ts";
 import type { Tensor } from "./tensor.ts";
 import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
 import { BufferType, Placements } from "./buffer.ts";
@@ -61,6 +64,27 @@ function asInputs(leafs: readonly Tensor[]): () => void {
 export const SCHED_MAX_BACKENDS = 16;
 /** `WSP_GGML_SCHED_MAX_COPIES` (ggml-backend.cpp): the copies of the inputs a `parallel` scheduler keeps. */
 export const SCHED_MAX_COPIES = 4;
+/**
+ * `WSP_GGML_SCHED_MAX_SPLIT_INPUTS` (ggml-backend.cpp): a `parallel` scheduler
+ * records every distinct INPUT-flagged source of the graph in a fixed array
+ * of this size (`WSP_GGML_ASSERT(n_graph_inputs < WSP_GGML_SCHED_MAX_SPLIT_INPUTS)`).
+ */
+export const SCHED_MAX_GRAPH_INPUTS = 30;
+
+/**
+ * The bytes `wsp_ggml_backend_sched_new` allocates for `graphSize` (it
+ * aborts when a `malloc` fails, `wsp_ggml_malloc`): per node, room for 30
+ * copied inputs × 2 in its own context (`tensorSize` each), four id arrays
+ * of `graphSize × 61` ints, the hash set with a copy slot per backend and
+ * copy, and the graph.
+ */
+function schedBytes(graphSize: number, nBackends: number, nCopies: number): number {
+  const rt = runtime();
+  const nodes = graphSize * (1 + 2 * SCHED_MAX_GRAPH_INPUTS);
+  const hash = 2 * graphSize + 1;
+  return graphSize * 2 * SCHED_MAX_GRAPH_INPUTS * rt.tensorSize + 4 * 4 * nodes + hash * (4 + 8 * nBackends * nCopies + 8) +
+    Number(rt.lib.symbols.wsp_ggml_graph_overhead_custom(Math.min(graphSize, 2 ** 31 - 1), false));
+}
 
 /** Options of {@linkcode Sched}. */
 export interface SchedOptions {
@@ -96,7 +120,13 @@ export class Sched {
   readonly #eval: { cb?: { close(): void; pointer: number } } = {};
   #evalError: unknown;
   #graphs = new Map<number, Graph>();
+  /** The graphs whose every node a backend supports, with their node count when checked. */
+  #supported = new WeakMap<Graph, number>();
+  /** Each computed graph's tensors (nodes and their sources), with the node count they were listed at. */
+  #tensorLists = new WeakMap<Graph, { nodes: number; tensors: Tensor[] }>();
   #busy = false;
+  /** A synchronous compute is running (its eval callback, or an OptContext epoch's callback, runs JS meanwhile). */
+  #computing = false;
 
   /**
    * @param options the backends, buffer types and sizes
@@ -120,6 +150,12 @@ export class Sched {
     const graphSize = size("graphSize", options.graphSize ?? DEFAULT_GRAPH_SIZE);
     if (graphSize < 1) throw new ArgumentError("Sched: graphSize must be at least 1");
     const parallel = bool("parallel", options.parallel ?? false);
+    // A cgraph's size is an int; the scheduler's tables grow by about 23 KB per node of graphSize.
+    if (graphSize > 2 ** 31 - 1) throw new BoundsError(`Sched: graphSize ${graphSize} exceeds 2^31 - 1 (a graph's size is an int in ggml)`);
+    const need = schedBytes(graphSize, backends.length, parallel ? SCHED_MAX_COPIES : 1);
+    if (need > totalmem()) {
+      throw new BoundsError(`Sched: graphSize ${graphSize} needs about ${need} bytes of scheduler tables, more than this machine's ${totalmem()} bytes of memory (ggml aborts when the allocation fails)`);
+    }
     const opOffload = bool("opOffload", options.opOffload ?? true);
     const bp = new BigUint64Array(backends.map((b) => BigInt(b.pointer)));
     const tp = new BigUint64Array(bufts.map((t) => BigInt(t?.pointer ?? 0)));
@@ -135,13 +171,51 @@ export class Sched {
     });
     this.backends = [...backends];
     this.graphSize = graphSize;
+    this.#parallel = parallel;
   }
+
+  readonly #parallel: boolean;
 
   #live(what: string): number {
     if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the scheduler was freed`);
     for (const b of this.backends) b._live(`${what}: a backend of the scheduler`);
     if (this.#busy) throw new BusyError(`${what}: the scheduler is computing (await graphComputeAsync first)`);
     return this.#h.ptr;
+  }
+
+  /**
+   * Throws {@linkcode BusyError} while a synchronous compute of this
+   * scheduler runs: the call comes from a callback it runs (eval callback,
+   * an optimizer epoch's progress callback), and would free or reset what
+   * the compute is using.
+   */
+  #notComputing(what: string): void {
+    if (this.#computing) throw new BusyError(`${what}: the scheduler is computing (this is a call from inside its eval callback or an epoch callback; do it after the compute returns)`);
+  }
+
+  /**
+   * @internal Marks the scheduler, its backends, `graph` (if any) and the
+   * contexts it uses as in use by a synchronous compute whose callbacks run
+   * JS; returns the function that ends it.
+   */
+  _enter(what: string, graph?: Graph): () => void {
+    this.#live(what);
+    this.#notComputing(what);
+    const release = graph?._acquire(what);
+    const marked: Backend[] = [];
+    try {
+      for (const b of this.backends) marked.push(b._setBusy(true, what));
+    } catch (e) {
+      for (const b of marked) b._setBusy(false, what);
+      release?.();
+      throw e;
+    }
+    this.#computing = true;
+    return () => {
+      this.#computing = false;
+      for (const b of marked) b._setBusy(false, what);
+      release?.();
+    };
   }
 
   /** The native `wsp_ggml_backend_sched_t`. */
@@ -161,11 +235,25 @@ export class Sched {
     const n = graph.nNodes + graph.nLeafs;
     if (n > this.graphSize) throw new BoundsError(`${what}: the graph has ${graph.nNodes} nodes and ${graph.nLeafs} leafs, more than the scheduler's graphSize ${this.graphSize}`);
     // Every node must have a backend that supports it (ggml asserts "all nodes should be assigned").
-    const s = sym();
-    const types = this.backends.map((b) => b.device.type);
-    for (const node of graph.nodes()) {
-      if (!this.backends.some((b, i) => supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
-        throw new UnsupportedOpError(`${what}: no backend of the scheduler supports ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()}`);
+    // Checked once per graph and node count (a graph only grows; a node's op and types never change),
+    // so that computing the same graph again (a decode loop) skips the per-node walk.
+    if (this.#supported.get(graph) !== graph.nNodes) {
+      const s = sym();
+      const types = this.backends.map((b) => b.device.type);
+      for (const node of graph.nodes()) {
+        if (!this.backends.some((b, i) => supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
+          throw new UnsupportedOpError(`${what}: no backend of the scheduler supports ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()}`);
+        }
+      }
+      this.#supported.set(graph, graph.nNodes);
+    }
+    if (this.#parallel) {
+      // Every distinct INPUT-flagged source, and the orphan leafs flagged INPUT for the split (asInputs).
+      const inputs = new Set<number>();
+      for (const node of graph.nodes()) for (const src of node.src) if (src.flags & TensorFlag.INPUT) inputs.add(src._ptr);
+      for (const t of orphanLeafs(graph)) inputs.add(t._ptr);
+      if (inputs.size > SCHED_MAX_GRAPH_INPUTS) {
+        throw new BoundsError(`${what}: a parallel scheduler takes at most ${SCHED_MAX_GRAPH_INPUTS} input tensors (WSP_GGML_SCHED_MAX_SPLIT_INPUTS), the graph reads ${inputs.size} (use a scheduler without parallel, or fewer setInput() tensors)`);
       }
     }
     this.#graphs.set(graph.pointer, graph);
@@ -189,7 +277,7 @@ export class Sched {
 
   /** The buffer type the scheduler allocates `backend`'s tensors in (`wsp_ggml_backend_sched_get_buffer_type`). */
   getBufferType(backend: Backend): BufferType {
-    return new BufferType(sym().wsp_ggml_backend_sched_get_buffer_type(this.pointer, this.#backend("getBufferType", backend)));
+    return new BufferType(sym().wsp_ggml_backend_sched_get_buffer_type(this.pointer, this.#backend("getBufferType", backend)), INTERNAL);
   }
 
   /** Bytes of `backend`'s compute buffer (`wsp_ggml_backend_sched_get_buffer_size`). */
@@ -206,6 +294,7 @@ export class Sched {
    */
   reserve(graph: Graph): this {
     const p = this.#live("reserve");
+    this.#notComputing("reserve");
     const g = this.#graph("reserve", graph);
     this.#placements.clear(); // reserving may reallocate the compute buffers
     const restore = asInputs(orphanLeafs(graph));
@@ -227,6 +316,7 @@ export class Sched {
    */
   splitGraph(graph: Graph): this {
     const p = this.#live("splitGraph");
+    this.#notComputing("splitGraph");
     const g = this.#graph("splitGraph", graph);
     const restore = asInputs(orphanLeafs(graph));
     try {
@@ -247,6 +337,7 @@ export class Sched {
    */
   allocGraph(graph: Graph): this {
     const p = this.#live("allocGraph");
+    this.#notComputing("allocGraph");
     this.#alloc("allocGraph", p, graph, this.#graph("allocGraph", graph));
     return this;
   }
@@ -265,7 +356,28 @@ export class Sched {
     } finally {
       restore();
     }
+    this.#cpuPlaced(what, p, graph);
     this.#allocated = graph;
+  }
+
+  /**
+   * #graph accepts a node that some backend supports; ggml may still place it
+   * on a CPU backend (its sources' buffers, setTensorBackend, the CPU as the
+   * last resort), whose kernel may refuse its layout or parameters
+   * (cpuKernelRefusal). With CPU backends only, #graph already checked it.
+   */
+  #cpuPlaced(what: string, p: number, graph: Graph): void {
+    const cpus = this.backends.filter((b) => b.device.type === BackendDevType.CPU).map((b) => b.pointer);
+    if (cpus.length === this.backends.length) return;
+    const s = sym();
+    for (const node of graph.nodes()) {
+      if (!cpus.includes(s.wsp_ggml_backend_sched_get_tensor_backend(p, node._ptr))) continue;
+      const why = cpuKernelRefusal(node);
+      if (why === null) continue;
+      s.wsp_ggml_backend_sched_reset(p);
+      this.#placements.clear();
+      throw new UnsupportedOpError(`${what}: ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()} was placed on the CPU backend, whose kernel refuses it: ${why} (place it on another backend with setTensorBackend)`);
+    }
   }
 
   /**
@@ -273,7 +385,10 @@ export class Sched {
    * since the allocation took it from its tensors (ggml would compute on NULL).
    */
   #stillAllocated(what: string, graph: Graph): void {
-    for (const t of graphTensors(graph)) {
+    // The tensor list of a graph, kept while its node count holds (the same graph computed again).
+    let known = this.#tensorLists.get(graph);
+    if (known?.nodes !== graph.nNodes) this.#tensorLists.set(graph, known = { nodes: graph.nNodes, tensors: graphTensors(graph) });
+    for (const t of known.tensors) {
       if (t._data !== 0) {
         checkData(what, t);
         continue;
@@ -298,12 +413,21 @@ export class Sched {
    */
   graphCompute(graph: Graph): this {
     const p = this.#live("graphCompute");
+    this.#notComputing("graphCompute");
     const g = this.#graph("graphCompute", graph);
     // An allocated scheduler computes its allocated splits, whatever graph it is given: allocate this one first.
     if (this.#allocated !== graph) this.#alloc("graphCompute", p, graph, g);
     else this.#stillAllocated("graphCompute", graph);
+    graph._checkIndices("graphCompute");
     this.#evalError = undefined;
-    const status = sym().wsp_ggml_backend_sched_graph_compute(p, g);
+    // The eval callback runs JS during the compute: what the compute uses refuses free() meanwhile.
+    const leave = this.#eval.cb ? this._enter("graphCompute", graph) : undefined;
+    let status;
+    try {
+      status = sym().wsp_ggml_backend_sched_graph_compute(p, g);
+    } finally {
+      leave?.();
+    }
     if (this.#evalError !== undefined) {
       const e = this.#evalError;
       this.#evalError = undefined;
@@ -321,6 +445,7 @@ export class Sched {
    */
   async graphComputeAsync(graph: Graph, options: AsyncComputeOptions = {}): Promise<void> {
     const p = this.#live("graphComputeAsync");
+    this.#notComputing("graphComputeAsync");
     if (this.#eval.cb) throw new ArgumentError("graphComputeAsync: an eval callback is set; it runs on the JS thread only (use graphCompute, or setEvalCallback(null))");
     const g = this.#graph("graphComputeAsync", graph);
     const compute = runtime().lib.async.wsp_ggml_backend_sched_graph_compute;
@@ -329,6 +454,7 @@ export class Sched {
     if (options.signal && cpus.length !== this.backends.length) throw new UnsupportedOpError("graphComputeAsync: only a scheduler of CPU backends can be aborted");
     if (this.#allocated !== graph) this.#alloc("graphComputeAsync", p, graph, g);
     else this.#stillAllocated("graphComputeAsync", graph);
+    graph._checkIndices("graphComputeAsync");
     const release = graph._acquire("graphComputeAsync");
     const marked: Backend[] = [];
     try {
@@ -362,6 +488,7 @@ export class Sched {
    * needed before allocating or computing a different graph.
    */
   reset(): this {
+    this.#notComputing("reset");
     sym().wsp_ggml_backend_sched_reset(this.pointer);
     this.#allocated = undefined;
     return this;
@@ -386,6 +513,7 @@ export class Sched {
    */
   setEvalCallback(callback: SchedEvalCallback | null): this {
     const p = this.pointer;
+    this.#notComputing("setEvalCallback"); // it would close the callback that is running
     if (callback !== null && typeof callback !== "function") throw new ArgumentError("setEvalCallback: expected a function or null");
     const old = this.#eval.cb;
     if (callback === null) {
@@ -426,6 +554,7 @@ export class Sched {
   free(): void {
     if (this.#h.ptr === 0) return;
     if (this.#busy) throw new BusyError("free: the scheduler is computing (await graphComputeAsync first)");
+    this.#notComputing("free");
     this.#placements.clear();
     dispose(this.#h);
     this.#graphs.clear();

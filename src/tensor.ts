@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { INTERNAL, internal } from "./brand.ts";
 import { layouts, MAX_DIMS, MAX_NAME, Op, TensorFlag, Type, UnaryOp, GluOp } from "./bindings.gen.ts";
 import { ArgumentError, BoundsError, GgmlTypeError, NotAllocatedError, ShapeError } from "./errors.ts";
 import { ffi, keepAlive } from "./loader.ts";
@@ -162,7 +163,8 @@ export class Tensor {
   // it is passed to a call stays an unboxed double.
 
   /** @internal Tensors come from a {@linkcode Context}; this is not a public constructor. */
-  constructor(context: Context, offset: number, prev: Tensor | undefined) {
+  constructor(context: Context, offset: number, prev: Tensor | undefined, token?: symbol) {
+    if (token !== INTERNAL) internal("Tensor", token, "ctx.newTensor() or an op");
     this.context = context;
     this._off = offset;
     this._prev = prev;

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { GgufType, layouts, MEM_ALIGN, Type } from "../bindings.gen.ts";
 import { Context, tensorOverhead } from "../context.ts";
 import { ArgumentError, GgufError } from "../errors.ts";
@@ -340,6 +340,23 @@ function typeName(type: GgufType, arrayType?: GgufType): string {
 }
 
 /**
+ * Throws {@linkcode GgufError} `IO` for a path that exists but is not a
+ * regular file (a directory opens on POSIX, and the first read throws a
+ * plain `EISDIR`; a FIFO would block). A missing file is left to the scan's
+ * own open, which reports it.
+ */
+function notAFile(path: string): void {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return;
+  }
+  if (st.isDirectory()) throw new GgufError("IO", `${path} is a directory, not a GGUF file`);
+  if (!st.isFile()) throw new GgufError("IO", `${path} is not a regular file (a device, FIFO or socket), not a GGUF file`);
+}
+
+/**
  * Reads the metadata of the GGUF file at `path`: version, alignment, every
  * KV with its type, every tensor info. Tensor data is read on demand
  * ({@linkcode GgufFile.loadTensors}, {@linkcode GgufFile.readTensorData}).
@@ -352,6 +369,7 @@ function typeName(type: GgufType, arrayType?: GgufType): string {
 export function readGguf(path: string, limits: GgufLimits = {}): GgufFile {
   if (typeof path !== "string" || path.length === 0) throw new ArgumentError("readGguf: path must be a non-empty string");
   if (path.includes("\0")) throw new ArgumentError("readGguf: path contains NUL");
+  notAFile(path);
   const scan = scanGguf(path, limits);
   const s = runtime().lib.symbols;
   const params = new Uint8Array(layouts.wsp_gguf_init_params.size); // no_alloc = false, ctx = NULL: metadata only

@@ -6,12 +6,14 @@
  *
  * @module
  */
-import { GgufType } from "../bindings.gen.ts";
+import { GgufType, layouts } from "../bindings.gen.ts";
 import { ArgumentError, GgufError, NotAllocatedError, ShapeError, UseAfterFreeError } from "../errors.ts";
 import { cString } from "../ffi/common.ts";
 import { ffi, keepAlive } from "../loader.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
+import { bufferOf } from "../backend.ts";
+import { checkData } from "../graph.ts";
 import { GGUF_ARRAYS, type GgufEntry, type GgufFile, type GgufValue } from "./reader.ts";
 
 const INT_RANGE: Partial<Record<number, [number, number]>> = {
@@ -248,10 +250,19 @@ export class GgufWriter {
     if (this.#tensors.has(name)) throw new GgufError("DUPLICATE", `addTensor: a tensor named ${JSON.stringify(name)} was already added`);
     if (!tensor.isContiguous) throw new ShapeError(`addTensor: ${tensor.describe()} is not contiguous (ggml writes contiguous data only); add ctx.cont() of it`);
     const s = runtime().lib.symbols;
-    s.wsp_gguf_add_tensor(this.#ptr, tensor.pointer);
+    // ggml copies the struct, and at write reads the data through the copy's buffer pointer (or its data
+    // pointer when it has none): a buffer freed or replaced since would be used after free. The copy gets
+    // no buffer and no data; write() points it at the tensor's data of that moment.
+    const L = layouts.wsp_ggml_tensor;
+    const pool = tensor.context._pool("addTensor");
+    const struct = new Uint8Array(pool.buffer, pool.byteOffset + tensor._off, L.size).slice();
+    struct.fill(0, L.fields.buffer.offset, L.fields.buffer.offset + 8);
+    struct.fill(0, L.fields.data.offset, L.fields.data.offset + 8);
+    s.wsp_gguf_add_tensor(this.#ptr, ffi.addressOf(struct));
+    keepAlive(struct);
     // ggml's writer asserts on a NULL data pointer even for 0 bytes, and a context leaves a
     // zero-element tensor's data NULL: give its copy in the writer an address it never reads.
-    if (tensor.nbytes === 0 && !tensor.isAllocated) {
+    if (tensor.nbytes === 0) {
       const n = cString(name);
       s.wsp_gguf_set_tensor_data(this.#ptr, ffi.addressOf(n), ffi.addressOf(EMPTY));
       keepAlive(n);
@@ -286,10 +297,32 @@ export class GgufWriter {
     for (const [name, t] of this.#tensors) {
       if (t.context.freed) throw new UseAfterFreeError(`write: the context of tensor ${JSON.stringify(name)} was freed`);
       if (!metaOnly && !t.isAllocated && t.nbytes > 0) throw new NotAllocatedError(`write: tensor ${JSON.stringify(name)} has no data (write with { metaOnly: true }, or allocate it)`);
+      if (!metaOnly && t.nbytes > 0) checkData(`write: tensor ${JSON.stringify(name)}`, t);
+    }
+    // ggml copied each tensor's struct at addTensor, its data pointer with it, and reads that pointer now: a
+    // buffer freed (or a tensor placed elsewhere) since then would be read after free. Point each copy at the
+    // tensor's current data; data outside host memory (a GPU buffer) is copied to JS memory first.
+    const s = runtime().lib.symbols;
+    const keep: unknown[] = [];
+    if (!metaOnly) {
+      for (const [name, t] of this.#tensors) {
+        if (t.nbytes === 0) continue;
+        const n = cString(name);
+        let data = t._data;
+        const buf = bufferOf(t);
+        if (buf !== 0 && !s.wsp_ggml_backend_buffer_is_host(buf)) {
+          const copy = new Uint8Array(t.nbytes);
+          s.wsp_ggml_backend_tensor_get(t._ptr, ffi.addressOf(copy), 0, t.nbytes);
+          keep.push(copy);
+          data = ffi.addressOf(copy);
+        }
+        s.wsp_gguf_set_tensor_data(p, ffi.addressOf(n), data);
+        keep.push(n);
+      }
     }
     const f = cString(path);
-    const ok = runtime().lib.symbols.wsp_gguf_write_to_file(p, ffi.addressOf(f), metaOnly);
-    keepAlive(f);
+    const ok = s.wsp_gguf_write_to_file(p, ffi.addressOf(f), metaOnly);
+    keepAlive([f, keep]);
     if (!ok) throw new GgufError("IO", `cannot write ${path}`);
   }
 }
