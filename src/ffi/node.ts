@@ -72,6 +72,8 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
 }
 
 let protoCount = 0;
+/** The callback types made so far, by signature (koffi types live as long as the process). */
+const protos = new Map<string, ReturnType<typeof koffi.pointer>>();
 
 /** The adapter for Node.js. */
 export const adapter: FfiAdapter = {
@@ -93,12 +95,16 @@ export const adapter: FfiAdapter = {
   },
   readPointer: (ptr, offset = 0) => toPointer(koffi.decode(BigInt(ptr), offset, "uintptr_t") as number | bigint),
   callback: (signature, fn) => {
-    const proto = koffi.proto(`wsp_ffi_cb${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType));
+    // One koffi type per signature: koffi never frees a type, so a new proto per callback leaked ~4 KB for each
+    // logSet / setEvalCallback / epoch (found by the API fuzz's resident-memory bound).
+    const key = `${koffiType(signature.result)}(${signature.args.map(koffiType).join(",")})`;
+    let proto = protos.get(key);
+    if (proto === undefined) protos.set(key, proto = koffi.pointer(koffi.proto(`wsp_ffi_cb${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType))));
     const pointerArgs = signature.args.map(isPointer);
     const handle = koffi.register((...args: unknown[]) => {
       for (let i = 0; i < args.length; i++) if (pointerArgs[i]) args[i] = toPointer(args[i] as number | bigint);
       return (fn as (...a: unknown[]) => unknown)(...args);
-    }, koffi.pointer(proto));
+    }, proto);
     return { pointer: toPointer(handle), close: () => koffi.unregister(handle) };
   },
 };

@@ -10,9 +10,16 @@
 // computed result must match a float64 evaluation of the same expression in JS (tolerance below);
 // a defective call must throw the GgmlError subclass its defect calls for. Anything else is a
 // failure; a crash ends the process, which the parent reports with the seed and the last step.
+// A share of the steps (COMPUTE_SHARE) runs a compute-time scenario of api_fuzz_compute.ts instead:
+// non-f32 operands, strided views computed, index data in and out of range, set/acc offsets,
+// callbacks that free what the compute uses, async computes with abort, quantize with NaN; it draws
+// from its own PRNG, so the rest of a seed's sequence does not depend on it.
 //
 // Environment: WSP_GGML_FUZZ_SEED (default 1), WSP_GGML_FUZZ_STEPS (default 3000),
-// WSP_GGML_FUZZ_TRACE=1 (print every step, to replay a crash and see the last call).
+// WSP_GGML_FUZZ_TRACE=1 (print every step, to replay a crash and see the last call),
+// WSP_GGML_FUZZ_COMPUTE_SHARE (percent of steps that are compute scenarios, default 2; 100: only those),
+// WSP_GGML_FUZZ_COMPUTE_ONLY=<0-99> (every compute scenario of one kind), WSP_GGML_FUZZ_PROFILE=1
+// (milliseconds per compute scenario kind).
 // Prints `fuzz-progress {...}` at each tenth and `fuzz-report {...}` at the end.
 import process from "node:process";
 import {
@@ -35,9 +42,11 @@ import {
   tensorGet,
   tensorSet,
   Type,
+  UnsupportedOpError,
   UseAfterFreeError,
 } from "../../mod.ts";
 import { envInt, forcedGc, mib, Rng, rss } from "./lib.ts";
+import { computeFuzz } from "./api_fuzz_compute.ts";
 
 const seed = envInt("WSP_GGML_FUZZ_SEED", 1);
 const steps = envInt("WSP_GGML_FUZZ_STEPS", 3000);
@@ -406,8 +415,12 @@ function compute(): void {
     const ok = valid(checkable ? "sched.graphCompute" : "sched.graphCompute(unset leafs)", () => s.sched.reset().graphCompute(graph)) !== undefined;
     // Leafs without data were given garbage by the scheduler: nothing to check then.
     if (ok) checkable ? check("sched", v) : count("unchecked:sched");
-    // What the scheduler allocated lives in its buffers: those tensors leave the population.
-    retire((p) => v.parts.has(p) && !p.hasData);
+    // What the scheduler allocated lives in its buffers: those tensors leave the population, and so do the graphs
+    // computed before that share one (recomputing them now has data, or none once the scheduler is freed or
+    // collected: which, the fuzz does not follow; a 200,000-step run once expected NotAllocatedError there).
+    const placed = new Set([...v.parts].filter((p) => !p.hasData));
+    retire((p) => placed.has(p));
+    for (let i = computed.length - 1; i >= 0; i--) if ([...computed[i].v.parts].some((p) => placed.has(p))) computed.splice(i, 1);
     return;
   }
   if (needsSched) {
@@ -628,6 +641,45 @@ function regressions(): void {
       throw new Error(`call ${i}: no NotAllocatedError`);
     });
   };
+  /** `f` computes and returns [got, want]: it must match, or be refused with a typed ShapeError / UnsupportedOpError. */
+  const refusedOrRight = (what: string, f: () => [ArrayLike<number>, ArrayLike<number>]) => {
+    let r: [ArrayLike<number>, ArrayLike<number>];
+    try {
+      r = f();
+    } catch (e) {
+      if (e instanceof ShapeError || e instanceof UnsupportedOpError) return;
+      throw e;
+    }
+    const [got, want] = r;
+    if (got.length !== want.length || Array.from(want).some((w, i) => !(Math.abs(got[i] - w) <= 1e-3 * (1 + Math.abs(w))))) {
+      throw new Error(`${what}: got ${Array.from(got)}, want ${Array.from(want)}`);
+    }
+  };
+  // unary-ops.cpp apply_unary_op: WSP_GGML_ASSERT(is_contiguous_1(src0) && …): sqr of a view3d whose planes are not ne1·nb1 apart.
+  t("sqr of a view3d with its own plane stride is refused or right (an abort)", () => {
+    using ctx = new Context({ memSize: 1 << 20 });
+    const a = ctx.newTensor2d(Type.F32, 4, 3).set(Float32Array.from({ length: 12 }, (_, i) => i));
+    refusedOrRight("sqr(view3d)", () => {
+      const y = ctx.sqr(ctx.view3d(a, 2, 2, 2, 8, 24, 0)); // elements 0,1, 2,3 | 6,7, 8,9
+      ctx.newGraphCustom(8).buildForwardExpand(y).compute({ nThreads: 1 });
+      return [y.get(Float32Array), [0, 1, 2, 3, 6, 7, 8, 9].map((x) => x * x)];
+    });
+  });
+  // Kernels that only assert() their layout (compiled out) computed wrong values, reading past the source: sum, argmax
+  // and get_rows of a transposed tensor (nb0 ≠ 4), gelu and silu of a permute whose rows are not nb1 apart.
+  t("sum, argmax, getRows, gelu, silu of strided operands are refused or right (wrong values)", () => {
+    using ctx = new Context({ memSize: 1 << 20 });
+    const v = [0.5, -1, 2, 1.5, -0.25, 3, 1, -2, 0.75, 2.5, -1.5, 0.125];
+    const a = ctx.newTensor2d(Type.F32, 4, 3).set(Float32Array.from(v));
+    const run = (y: Tensor) => (ctx.newGraphCustom(8).buildForwardExpand(y).compute({ nThreads: 1 }), y);
+    const tr = () => ctx.transpose(a); // [3, 4], nb0 = 16
+    refusedOrRight("sum(transpose)", () => [run(ctx.sum(tr())).get(Float32Array), [v.reduce((p, q) => p + q, 0)]]);
+    refusedOrRight("argmax(transpose)", () => [run(ctx.argmax(tr())).get(Int32Array), [0, 1, 2, 3].map((i) => [v[i], v[4 + i], v[8 + i]].indexOf(Math.max(v[i], v[4 + i], v[8 + i])))]);
+    refusedOrRight("getRows(transpose)", () => [run(ctx.getRows(tr(), ctx.newTensor1d(Type.I32, 1).set(Int32Array.of(1)))).get(Float32Array), [v[1], v[5], v[9]]]);
+    const p = () => ctx.permute(a, 0, 2, 1, 3); // [4, 1, 3], nb [4, 48, 16, 48]
+    refusedOrRight("silu(permute)", () => [run(ctx.silu(p())).get(Float32Array), v.map((x) => x / (1 + Math.exp(-x)))]);
+    refusedOrRight("gelu(permute)", () => [run(ctx.gelu(p())).get(Float32Array), v.map((x) => 0.5 * x * (1 + Math.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3))))]);
+  });
   // ggml-alloc.c: WSP_GGML_ASSERT(buffer_id >= 0): a pool leaf read only by a view op gets no backend from the scheduler.
   t("sched computes a graph of view ops over a pool leaf", () => {
     using ctx = new Context({ memSize: 1 << 20 });
@@ -721,6 +773,12 @@ function regressions(): void {
 }
 
 // ---- the run -----------------------------------------------------------------------------------
+/** The share of steps (in percent) that run a compute-time scenario (api_fuzz_compute.ts); WSP_GGML_FUZZ_COMPUTE_SHARE=100 runs only those. */
+const COMPUTE_SHARE = envInt("WSP_GGML_FUZZ_COMPUTE_SHARE", 2);
+// Its own PRNG: the rest of the sequence is the same as without it (a seed replays the same calls).
+const crng = new Rng((seed ^ 0x5bd1e995) >>> 0);
+const cf = computeFuzz({ rng: crng, trace, valid, guarded, invalid, count, fail });
+let computeSteps = 0;
 const gc = forcedGc();
 regressions();
 const t0 = Date.now();
@@ -729,7 +787,8 @@ let rssWarm = 0;
 for (step = 0; step < steps; step++) {
   const r = rng.int(100);
   try {
-    if (r < 6) newContext();
+    if (crng.int(100) < COMPUTE_SHARE) computeSteps++, await cf.step();
+    else if (r < 6) newContext();
     else if (r < 22) newLeaf();
     else if (r < 26) allocBuffer();
     else if (r < 56) op();
@@ -750,11 +809,13 @@ for (step = 0; step < steps; step++) {
 for (const s of scheds) s.sched.free();
 for (const c of contexts) c.ctx.free(), c.buffer?.free();
 for (const b of backends) b.free();
+cf.dispose();
+if (cf.profile) console.log(`fuzz-profile ${JSON.stringify(Object.fromEntries(cf.profile))}`);
 gc();
 const sorted = Object.fromEntries([...outcomes].sort((a, b) => a[0].localeCompare(b[0])));
 const sum = (p: string) => [...outcomes].filter(([k]) => k.startsWith(p)).reduce((s, [, v]) => s + v, 0);
 console.log(`fuzz-report ${JSON.stringify({
-  seed, steps, calls, ms: Date.now() - t0,
+  seed, steps, computeSteps, calls, ms: Date.now() - t0,
   totals: { ok: sum("ok:"), oom: sum("oom:"), typedError: sum("err:"), checked: sum("checked:"), unchecked: sum("unchecked:"), failures: failures.length },
   outcomes: sorted, failures: failures.slice(0, 20), rss: { start: rssStart, warm: rssWarm || rssStart, end: rss() },
 })}`);

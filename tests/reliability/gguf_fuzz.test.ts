@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { describeChild, envInt, mib, report, root, runChild, runtimeName } from "./lib.ts";
+import { describeChild, envInt, mib, root, runFuzzChild, runtimeName } from "./lib.ts";
 
 interface Report {
   seed: number;
@@ -27,15 +27,12 @@ const RSS_BOUND = 48 << 20;
 test("GGUF fuzz: every mutated file reads to a value or a typed error; no crash, hang or leak", () => {
   const cases = envInt("WSP_GGML_FUZZ_CASES", 3000);
   const seed = envInt("WSP_GGML_FUZZ_SEED", 1);
-  const r = runChild(join(root, "tests", "reliability", "gguf_fuzz_child.ts"), {
+  const { rep, child: r } = runFuzzChild<Report>(join(root, "tests", "reliability", "gguf_fuzz_child.ts"), {
     env: { WSP_GGML_FUZZ_CASES: String(cases), WSP_GGML_FUZZ_SEED: String(seed), WSP_GGML_FUZZ_CASE: "" },
     timeoutMs: Math.max(120_000, cases * 5),
+    seed,
+    replay: `WSP_GGML_FUZZ_SEED=${seed}`,
   });
-  const rep = report<Report>(r.stdout, "fuzz-report");
-  if (!rep) {
-    const last = r.stdout.split("\n").filter((l) => l.startsWith("fuzz-progress")).pop();
-    assert.fail(`the fuzz child died (seed ${seed}; last progress: ${last ?? "none"}; replay with WSP_GGML_FUZZ_SEED=${seed})\n${describeChild(r)}`);
-  }
   console.log(`gguf fuzz on ${runtimeName}: seed ${rep.seed}, ${rep.cases} cases in ${rep.ms} ms; outcomes ${JSON.stringify(rep.outcomes)}; ` +
     `RSS start ${mib(rep.rss.start)} MiB, after the first tenth ${mib(rep.rss.warm)} MiB, end ${mib(rep.rss.end)} MiB`);
   assert.equal(r.status, 0, describeChild(r));

@@ -89,6 +89,21 @@ export function report<T>(out: string, tag: string): T | undefined {
   return line === undefined ? undefined : JSON.parse(line.slice(tag.length + 1)) as T;
 }
 
+/**
+ * Runs a fuzz child (`file`) and returns its `fuzz-report` line's JSON; when the child died before
+ * printing one, fails with the seed, the last `fuzz-progress` line, how to replay (`replay`) and
+ * the child's output. The shared part of the fuzz tests (api_fuzz, gguf_fuzz).
+ */
+export function runFuzzChild<T>(file: string, options: { env: Record<string, string>; timeoutMs: number; seed: number; replay: string }): { rep: T; child: ChildResult } {
+  const child = runChild(file, { env: options.env, timeoutMs: options.timeoutMs });
+  const rep = report<T>(child.stdout, "fuzz-report");
+  if (!rep) {
+    const last = child.stdout.split("\n").filter((l) => l.startsWith("fuzz-progress")).pop();
+    throw new Error(`the fuzz child died (seed ${options.seed}; last progress: ${last ?? "none"}; replay with ${options.replay})\n${describeChild(child)}`);
+  }
+  return { rep, child };
+}
+
 /** A one-line summary of a child for assertion messages. */
 export function describeChild(r: ChildResult): string {
   const tail = (s: string) => s.split("\n").slice(-25).join("\n");
