@@ -28,13 +28,18 @@ export interface CpuTypes {
   readonly unchecked: readonly string[];
 }
 
+/** `src` without its comments (a commented-out `case` is no case); string and character literals kept. */
+function stripComments(src: string): string {
+  return src.replace(/"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (m) => (m[0] === "/" ? " " : m));
+}
+
 /** The bodies of `[static] void <name>(…) { … }` at the top level of `src`, by name. */
 function functionBodies(src: string): Map<string, string> {
   const out = new Map<string, string>();
   const re = /^(?:static )?void (wsp_ggml_compute_forward_\w+|unary_op|binary_op)\s*\(/gm;
   for (let m = re.exec(src); m; m = re.exec(src)) {
     const end = src.indexOf("\n}", m.index);
-    out.set(m[1], src.slice(m.index, end + 2));
+    out.set(m[1], stripComments(src.slice(m.index, end + 2)));
   }
   return out;
 }
@@ -60,6 +65,9 @@ function dispatch(body: string, bodies: Map<string, string>, depth = 0): Combo[]
     const targets = caseTargets(cases, /WSP_GGML_TYPE_(\w+)/);
     const out: Combo[] = [];
     for (const c of cases.matchAll(/case WSP_GGML_TYPE_(\w+):/g)) {
+      // A case that falls through to the aborting default (only more case labels between), or whose block
+      // starts with an abort (a "todo"), is not computed.
+      if (/^(?:\s*case WSP_GGML_TYPE_\w+:)*\s*(?:default:|\{\s*WSP_GGML_ABORT\b)/.test(rest.slice(c.index! + c[0].length))) continue;
       // A case whose kernel dispatches again (e.g. through binary_op) narrows to that kernel's combinations.
       const target = targets.get(c[1]);
       const inner = target && depth < 3 ? dispatch(bodies.get(target) ?? "", bodies, depth + 1) : undefined;

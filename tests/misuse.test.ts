@@ -235,6 +235,23 @@ const cases: MisuseCase[] = [
       big.free();
     }
   }, UnsupportedOpError],
+  ["mulMatId: permuted b at compute", () => compute(ctx.mulMatId(f32(4, 3, 2), ctx.permute(f32(2, 4, 2), 1, 0, 2, 3), i32(2, 2))), UnsupportedOpError],
+  ["rmsNormBack: transposed input at compute", () => compute(ctx.rmsNormBack(T(f32(3, 4)), T(f32(3, 4)), 1e-5)), UnsupportedOpError],
+  ["getRowsBack: transposed a at compute", () => compute(ctx.getRowsBack(T(f32(2, 3)), i32(2), f32(3, 5))), UnsupportedOpError],
+  ["timestepEmbedding: strided timesteps at compute", () => compute(ctx.timestepEmbedding(T(f32(2, 4)), 8, 10000)), UnsupportedOpError],
+  ["crossEntropyLossBack: transposed operands at compute", () => compute(ctx.crossEntropyLossBack(f32(1), T(f32(3, 4)), T(f32(3, 4)))), UnsupportedOpError],
+  ["conv2dDirect: transposed kernel at compute", () => compute(ctx.conv2dDirect(T(f32(3, 3, 2, 4)), f32(8, 8, 2), 1, 1, 0, 0, 1, 1)), UnsupportedOpError],
+  ["conv2dDwDirect: transposed input at compute", () => compute(ctx.conv2dDwDirect(f32(3, 3, 1, 2), T(f32(8, 8, 2, 1)), 1, 1, 0, 0, 1, 1)), UnsupportedOpError],
+  ["im2col3d: f16 input at compute", () => compute(ctx.im2col3d(f32(2, 2, 2, 2), ctx.newTensor(Type.F16, [4, 4, 4, 2]), 2, 1, 1, 1, 0, 0, 0, 1, 1, 1, Type.F32)), UnsupportedOpError],
+  ["addId: permuted a at compute", () => compute(ctx.addId(ctx.permute(f32(2, 4, 3), 1, 0, 2, 3), f32(4, 2), i32(2, 3))), UnsupportedOpError],
+  ["outProd: permuted a at compute", () => compute(ctx.outProd(ctx.permute(f32(2, 3, 4), 2, 0, 1, 3), f32(5, 4, 2))), UnsupportedOpError],
+  ["acc: transposed b at compute", () => compute(ctx.acc(f32(4, 4), T(f32(2, 2)), 16, 64, 64, 0)), UnsupportedOpError],
+  ["cpy: quantized into a strided f32 destination at compute", () => compute(ctx.cpy(ctx.newTensor(Type.Q8_0, [32, 2]), T(f32(2, 32)))), UnsupportedOpError],
+  ["im2col3d: f32 kernel with an f16 result at compute", () => compute(ctx.im2col3d(f32(2, 2, 2, 2), f32(4, 4, 4, 2), 2, 1, 1, 1, 0, 0, 0, 1, 1, 1, Type.F16)), UnsupportedOpError],
+  ["getRowsBack: transposed f16 a at compute", () => compute(ctx.getRowsBack(T(ctx.newTensor(Type.F16, [2, 3])), i32(2), f32(3, 5))), UnsupportedOpError],
+  ["conv3dDirect: transposed kernel at compute", () => compute(ctx.conv3dDirect(T(f32(2, 2, 2, 2)), f32(4, 4, 4, 2), 1, 1, 1, 0, 0, 0, 1, 1, 1, 2, 1, 1)), UnsupportedOpError],
+  ["addId: transposed b at compute", () => compute(ctx.addId(f32(4, 2, 3), T(f32(2, 4)), i32(2, 3))), UnsupportedOpError],
+  ["mulMatId: permuted experts at compute", () => compute(ctx.mulMatId(ctx.permute(f32(3, 4, 2), 2, 0, 1, 3), f32(4, 1, 2), i32(1, 2))), UnsupportedOpError],
   ["ssmScan: heads not a multiple of the groups at compute", () => compute(ctx.ssmScan(f32(4, 2, 3, 1), f32(2, 3, 2, 1), f32(3, 2, 1), f32(4, 3), f32(4, 2, 2, 1), f32(4, 2, 2, 1), i32(1))), UnsupportedOpError],
   // result shapes from size formulas (a negative dimension wraps the pool's bound)
   ["convTranspose1d: negative stride", () => ctx.convTranspose1d(f32(3, 2, 2), f32(5, 2), -10, 0, 1), ArgumentError],
