@@ -8,7 +8,7 @@ import { allocCtxTensors, Backend, Context, Gallocr, tensorGet, tensorSet, Type,
 const onBun = (globalThis as { Bun?: unknown }).Bun !== undefined;
 
 test("a worker that fails rejects the pending calls with WorkerError; the next call works", { skip: onBun ? false : "Bun's worker: runs on Bun" }, async () => {
-  const { workerSource } = await import("../src/ffi/bun.ts");
+  const { endWorker, workerSource } = await import("../src/ffi/bun.ts");
   using cpu = Backend.cpu({ nThreads: 1 });
   const w = new Context({ memSize: 1 << 20, noAlloc: true });
   const a = w.newTensor1d(Type.F32, 4);
@@ -23,12 +23,14 @@ test("a worker that fails rejects the pending calls with WorkerError; the next c
   try {
     // A module that throws at start (a dead worker, as a missing file or a crash in it would be).
     workerSource.text = `throw new Error("the worker cannot start");`;
+    endWorker(); // an earlier test of this process may have started the good one
     await assert.rejects(cpu.graphComputeAsync(gf), (e: unknown) => e instanceof WorkerError && /cannot start/.test(e.message));
     // A worker whose calls never answer and that then exits: the pending call rejects.
     workerSource.text = `self.onmessage = () => setTimeout(() => process.exit(3), 20);`;
     await assert.rejects(cpu.graphComputeAsync(gf), (e: unknown) => e instanceof WorkerError && /ended/.test(e.message));
   } finally {
     workerSource.text = good;
+    endWorker();
   }
   // The next call starts a working thread again.
   await cpu.graphComputeAsync(gf);

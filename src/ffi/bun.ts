@@ -42,12 +42,19 @@ function bind(path: string, defs: Record<string, FFIFunction>): BoundLibrary {
 
 interface CallWorker {
   call(path: string, symbol: string, def: FunctionDef, args: unknown[]): Promise<unknown>;
+  /** Ends the thread; pending calls reject. */
+  end(): void;
 }
 
 let callWorker: CallWorker | undefined;
 
 /** For tests: the source the next worker starts from (a broken one shows how failures reach callers). */
 export const workerSource = { text: WORKER_SOURCE };
+
+/** For tests: ends the current worker, so that the next call starts one from {@linkcode workerSource}. */
+export function endWorker(): void {
+  callWorker?.end();
+}
 
 /**
  * The worker that makes non-blocking calls, started on first use. It is
@@ -83,6 +90,7 @@ function worker(): CallWorker {
   w.addEventListener("error", (e: Event) => fail(`failed: ${(e as ErrorEvent).message || "an error without a message"}`));
   w.addEventListener("close", () => fail("ended"));
   const me: CallWorker = {
+    end: () => fail("was ended"),
     call: (path, symbol, def, args) =>
       new Promise((resolve, reject) => {
         const id = next++;
