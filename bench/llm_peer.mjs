@@ -11,14 +11,12 @@
 // node-llama-cpp is installed (npm, install scripts off) into the git-ignored .cache/node-llama-cpp
 // by tests/fixtures/llm/llama_cpp_fixture.mjs's command; this script installs it the same way
 // when it is missing, and loads only the prebuilt binary (build "never", no download, gpu off).
-import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { install, pkgDir, VERSION } from "../tests/fixtures/llm/node_llama_cpp.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const VERSION = "3.14.0";
-const prefix = join(root, ".cache", "node-llama-cpp");
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
   const i = args.indexOf(name);
@@ -28,16 +26,6 @@ const modelPath = resolve(opt("--model", join(process.env.WSP_GGML_MODEL_CACHE |
 const threads = Number(opt("--threads", "2"));
 const reps = Number(opt("--reps", "5"));
 const only = opt("--only", "pp128,pp512,tg128").split(",");
-
-function install() {
-  const pkg = join(prefix, "node_modules", "node-llama-cpp", "package.json");
-  if (existsSync(pkg) && JSON.parse(readFileSync(pkg, "utf8")).version === VERSION) return;
-  const r = spawnSync("npm", ["install", "--prefix", prefix, `node-llama-cpp@${VERSION}`, "--no-audit", "--no-fund", "--ignore-scripts"], {
-    stdio: ["ignore", 2, 2], // keep stdout for the JSON line
-    shell: process.platform === "win32",
-  });
-  if (r.status !== 0) throw new Error(`npm install node-llama-cpp@${VERSION} failed (${r.status})`);
-}
 
 const median = (xs) => {
   if (xs.length === 0) return NaN;
@@ -57,7 +45,6 @@ function tokens(n, seed) {
 async function main() {
   if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath}`);
   install();
-  const pkgDir = join(prefix, "node_modules", "node-llama-cpp");
   const { getLlama, LlamaLogLevel } = await import(pathToFileURL(join(pkgDir, "dist", "index.js")).href);
   const llama = await getLlama({ gpu: false, build: "never", skipDownload: true, usePrebuiltBinaries: true, progressLogs: false, logLevel: LlamaLogLevel.error, maxThreads: threads });
   if (llama.buildType !== "prebuilt" || llama.gpu !== false) throw new Error(`expected the prebuilt CPU binary, got ${llama.buildType} gpu=${llama.gpu}`);
