@@ -10,8 +10,8 @@
  */
 import process from "node:process";
 import { Context, graphOverheadCustom, loadLibrary, quantize, type Tensor, tensorOverhead, Type } from "../mod.ts";
-import { allocPool, initContext, runtime } from "../src/runtime.ts";
-import { ffi } from "../src/loader.ts";
+import { allocPool, initContext, runtime } from "../src/runtime/runtime.ts";
+import { ffi } from "../src/runtime/loader.ts";
 import { benchWork, napiProbe } from "./work.ts";
 
 /** One measured figure, in the JSON shape the C driver prints. */

@@ -12,7 +12,7 @@ import { allocCtxTensors, Backend, Context, graphOverheadCustom, OptContext, Opt
 import { spirals } from "../examples/demo/data.ts";
 import { createWeights, forward, type Hyper, initWeights, metaSize } from "../examples/demo/model.ts";
 import { measureInTurn, nowNs, type Params, type Sample, type Turn } from "./cases.ts";
-import { ffi } from "../src/loader.ts";
+import { ffi } from "../src/runtime/loader.ts";
 import { benchWork } from "./work.ts";
 
 /** `epochs` epochs of the demo's training (defaults: the demo's model, batch 32, lr 0.005, 2 threads). */

@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { ffi } from "../src/loader.ts";
+import { ffi } from "../src/runtime/loader.ts";
 import type { FunctionTable, NativeLibrary } from "../src/ffi/types.ts";
 
 const TABLE = {

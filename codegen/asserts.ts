@@ -442,7 +442,7 @@ export function reachable(tree: TreeScan, roots: Iterable<string>): Set<string> 
 
 /**
  * The C names the binding calls: identifiers in the code (not the comments) of its TypeScript
- * (not the raw FFI table, `src/bindings.gen.ts`, which users do not get) and of its own C files
+ * (not the raw FFI table, `src/ffi/bindings.gen.ts`, which users do not get) and of its own C files
  * (`native/*.c`; not the generated shims, which wrap every symbol, nor the smoke test).
  */
 export function bindingRoots(root: string): Set<string> {

@@ -130,12 +130,12 @@ export function checkMap(sites: readonly Site[], map: AssertMap, options: CheckO
     if (kinds !== 1) problems.push(`disposition ${id}: needs exactly one of check, unreachable, open`);
     if (d.unreachable !== undefined && !(d.unreachable in REASONS)) problems.push(`disposition ${id}: unknown reason "${d.unreachable}" (one of ${Object.keys(REASONS).join(", ")})`);
     if (d.check !== undefined && !Array.isArray(d.test)) problems.push(`disposition ${id}: a check needs a test list (empty when untested)`);
-    // A check names where it is: each `opChecks.name` must be a key of src/checks.ts's opChecks, each `src/….ts` a file.
+    // A check names where it is: each `opChecks.name` must be a key of src/core/checks.ts's opChecks, each `src/….ts` a file.
     if (d.check !== undefined) {
-      let checks = cache.get("src/checks.ts");
-      if (checks === undefined) cache.set("src/checks.ts", checks = readFileSync(join(root, "src", "checks.ts"), "utf8"));
+      let checks = cache.get("src/core/checks.ts");
+      if (checks === undefined) cache.set("src/core/checks.ts", checks = readFileSync(join(root, "src", "core", "checks.ts"), "utf8"));
       for (const m of d.check.matchAll(/\bopChecks\.(\w+)/g)) {
-        if (!new RegExp(`^\\s+${m[1]}:`, "m").test(checks)) problems.push(`disposition ${id}: opChecks.${m[1]} is not in src/checks.ts`);
+        if (!new RegExp(`^\\s+${m[1]}:`, "m").test(checks)) problems.push(`disposition ${id}: opChecks.${m[1]} is not in src/core/checks.ts`);
       }
       for (const m of d.check.matchAll(/\b(src\/[\w/]+\.ts)\b/g)) {
         if (!existsSync(join(root, m[1]))) problems.push(`disposition ${id}: no file ${m[1]}`);

@@ -107,7 +107,7 @@ ${ir.records.flatMap(probeRows).join("\n")}
 };
 
 /**
- * What the compiler says about a record of src/bindings.gen.ts's layouts:
+ * What the compiler says about a record of src/ffi/bindings.gen.ts's layouts:
  * what = 0 sizeof, 1 _Alignof (field NULL); 2 offsetof, 3 sizeof (of field).
  * Returns -1 when the record or field is unknown.
  */

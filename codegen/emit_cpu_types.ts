@@ -1,5 +1,5 @@
 /**
- * Emits `src/cpu_types.gen.ts`: which tensor types the CPU backend computes
+ * Emits `src/backend/cpu_types.gen.ts`: which tensor types the CPU backend computes
  * each op for. ggml's CPU kernels dispatch on the source (or result) type and
  * `WSP_GGML_ABORT` on any other, after `supports_op` said yes; the API checks
  * a graph against this table before computing it.
@@ -118,7 +118,7 @@ export function readCpuTypes(cpuDir: string): CpuTypes {
   return { rules, unchecked };
 }
 
-/** The text of `src/cpu_types.gen.ts`. */
+/** The text of `src/backend/cpu_types.gen.ts`. */
 export function emitCpuTypes(t: CpuTypes): string {
   const q = (s: string) => JSON.stringify(s);
   const rows = [...t.rules].map(([key, combos]) =>

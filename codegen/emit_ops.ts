@@ -1,7 +1,7 @@
 /**
- * Emits `src/ops.gen.ts`: one method per tensor op of ggml.h (a function that
+ * Emits `src/core/ops.gen.ts`: one method per tensor op of ggml.h (a function that
  * takes the context first and returns a tensor), with its argument
- * validation, the call of its handwritten check (`src/checks.ts` implements
+ * validation, the call of its handwritten check (`src/core/checks.ts` implements
  * the generated `OpChecks` interface, so the compiler proves none is
  * missing), and the measured creation in the context.
  *
@@ -68,7 +68,7 @@ function arg(fn: FunctionIR, p: ParamIR, enums: Set<string>): Arg {
   throw new Error(`${fn.name}: no op mapping for parameter ${p.name} of type ${p.c}: map it in codegen/emit_ops.ts or list the op in codegen/ops_config.ts`);
 }
 
-/** The text of `src/ops.gen.ts`. */
+/** The text of `src/core/ops.gen.ts`. */
 export function emitOps(ir: ApiIR): string {
   const ops = ir.functions.filter(isOp);
   const names = new Set(ops.map((f) => f.name));
@@ -118,17 +118,17 @@ export function emitOps(ir: ApiIR): string {
  * ${Object.keys(HANDWRITTEN).length} written by hand (${handwritten}), ${Object.keys(SKIPPED).length} left out: ${skipped}.
  *
  * Each method validates its scalar arguments, runs its handwritten check
- * (\`src/checks.ts\`, which implements {@linkcode OpChecks}), then creates the
+ * (\`src/core/checks.ts\`, which implements {@linkcode OpChecks}), then creates the
  * result in the context after measuring that it fits.
  *
  * @module
  */
-import { ${[...enums].sort().join(", ")} } from "./bindings.gen.ts";
-import type { WspGgml } from "./ffi/open.ts";
-import type { Handle } from "./ffi/types.ts";
+import { ${[...enums].sort().join(", ")} } from "../ffi/bindings.gen.ts";
+import type { WspGgml } from "../ffi/open.ts";
+import type { Handle } from "../ffi/types.ts";
 import { bool, float, i64, int, ints, member, size, uint } from "./args.ts";
 import { opChecks } from "./checks.ts";
-import { ffi, keepAlive } from "./loader.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
 import type { Tensor } from "./tensor.ts";
 
 /** An operand as the generated ops pass it to \`_use\`: its parameter name, its value, whether it may be null. */

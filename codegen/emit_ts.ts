@@ -1,5 +1,5 @@
 /**
- * Emits `src/bindings.gen.ts`.
+ * Emits `src/ffi/bindings.gen.ts`.
  *
  * @module
  */
@@ -104,7 +104,7 @@ function bunTable(rows: readonly Row[], lib: string): string {
   ).join("\n");
 }
 
-/** The text of `src/bindings.gen.ts`. */
+/** The text of `src/ffi/bindings.gen.ts`. */
 export function emitBindings(ir: ApiIR, rows: readonly Row[], enumUnderlying: ReadonlyMap<string, string>, targets: readonly string[]): string {
   const libs = ["base", "cpu", "metal"] as const;
   const out: string[] = [];
@@ -119,8 +119,8 @@ export function emitBindings(ir: ApiIR, rows: readonly Row[], enumUnderlying: Re
  *
  * @module
  */
-import type { FfiSignature, TableEntry } from "./ffi/types.ts";
-import type { StructLayout } from "./ffi/struct.ts";
+import type { FfiSignature, TableEntry } from "./types.ts";
+import type { StructLayout } from "./struct.ts";
 `);
   out.push("// ---- constants (object-like macros) ----\n");
   for (const c of ir.constants) {

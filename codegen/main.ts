@@ -1,7 +1,7 @@
 /**
  * The binding generator: reads the wsp_ggml public headers through libclang
  * for every target of `zig build dist`, proves the results agree, and writes
- * src/bindings.gen.ts and the C shim.
+ * src/ffi/bindings.gen.ts and the C shim.
  *
  *   deno task codegen                    write the generated files
  *   deno task codegen:check              fail if a committed file differs, is missing or untracked
@@ -29,13 +29,13 @@ import { rows } from "./table.ts";
 
 /** The generated files, relative to the repository root. */
 export const OUTPUTS = [
-  "src/bindings.gen.ts",
+  "src/ffi/bindings.gen.ts",
   "native/shim/base.gen.c",
   "native/shim/cpu.gen.c",
   "native/shim/num_base.gen.c",
   "native/shim/num_cpu.gen.c",
-  "src/ops.gen.ts",
-  "src/cpu_types.gen.ts",
+  "src/core/ops.gen.ts",
+  "src/backend/cpu_types.gen.ts",
 ] as const;
 
 /** Parses the headers in `headersDir` for every target. */
@@ -97,13 +97,13 @@ export function generate(irs: readonly ApiIR[], cpuDir = join(ROOT, "vendor", "g
   const shims = emitShims(ir, table);
   const num = emitNumShims(table);
   return new Map<string, string>([
-    ["src/bindings.gen.ts", emitBindings(ir, table, enumUnderlying, irs.map((i) => i.target))],
+    ["src/ffi/bindings.gen.ts", emitBindings(ir, table, enumUnderlying, irs.map((i) => i.target))],
     ["native/shim/base.gen.c", shims.base],
     ["native/shim/cpu.gen.c", shims.cpu],
     ["native/shim/num_base.gen.c", num.base],
     ["native/shim/num_cpu.gen.c", num.cpu],
-    ["src/ops.gen.ts", emitOps(ir)],
-    ["src/cpu_types.gen.ts", emitCpuTypes(readCpuTypes(cpuDir))],
+    ["src/core/ops.gen.ts", emitOps(ir)],
+    ["src/backend/cpu_types.gen.ts", emitCpuTypes(readCpuTypes(cpuDir))],
   ]);
 }
 

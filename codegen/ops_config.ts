@@ -18,7 +18,7 @@ export const NULLABLE: Readonly<Record<string, readonly string[]>> = {
   wsp_ggml_flash_attn_ext: ["mask"],
 };
 
-/** Ops written by hand in `src/context.ts`, with the method that covers each. */
+/** Ops written by hand in `src/core/context.ts`, with the method that covers each. */
 export const HANDWRITTEN: Readonly<Record<string, string>> = {
   wsp_ggml_new_tensor: "Context.newTensor(type, shape)",
   wsp_ggml_get_first_tensor: "Context.tensors()",

@@ -15,7 +15,7 @@
 //
 // The manifest templates are packages/wsp-ggml/package.json and packages/platform/package.json;
 // name, version, description, license and engines come from the root package.json, so the
-// version is set in one place (src/version.ts and deno.json are checked against it by
+// version is set in one place (src/runtime/version.ts and deno.json are checked against it by
 // tests/package/version.test.ts).
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";

@@ -14,12 +14,12 @@
  *
  * @module
  */
-export { Context, type ContextOptions, graphOverhead, graphOverheadCustom, memoryStats, type MemoryStats, tensorOverhead } from "./context.ts";
-export { type HandleKind, handleStats, type HandleStats } from "./owned.ts";
-export { Tensor, type TensorData } from "./tensor.ts";
-export { type ComputeOptions, Graph } from "./graph.ts";
-export type { OpChecks } from "./ops.gen.ts";
-export * from "./errors.ts";
+export { Context, type ContextOptions, graphOverhead, graphOverheadCustom, memoryStats, type MemoryStats, tensorOverhead } from "./core/context.ts";
+export { type HandleKind, handleStats, type HandleStats } from "./core/owned.ts";
+export { Tensor, type TensorData } from "./core/tensor.ts";
+export { type ComputeOptions, Graph } from "./core/graph.ts";
+export type { OpChecks } from "./core/ops.gen.ts";
+export * from "./core/errors.ts";
 export {
   baseLibraryName,
   BUILD_COMMAND,
@@ -40,13 +40,13 @@ export {
   localBuildDir,
   locateLibrary,
   platformPackage,
-} from "./loader.ts";
-export type { TypeTraits } from "./runtime.ts";
+} from "./runtime/loader.ts";
+export type { TypeTraits } from "./runtime/runtime.ts";
 export * from "./gguf/mod.ts";
-export { canQuantize, dequantize, quantize, type QuantizeOptions, requiresImatrix, rowSize } from "./quantize.ts";
-export { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./version.ts";
-export { type BackendInfo, systemInfo, type SystemInfo } from "./system_info.ts";
-export { abortTrace, type LogCallback, logFlush, LogLevel, type LogOptions, logSet } from "./log.ts";
+export { canQuantize, dequantize, quantize, type QuantizeOptions, requiresImatrix, rowSize } from "./core/quantize.ts";
+export { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./runtime/version.ts";
+export { type BackendInfo, systemInfo, type SystemInfo } from "./runtime/system_info.ts";
+export { abortTrace, type LogCallback, logFlush, LogLevel, type LogOptions, logSet } from "./runtime/log.ts";
 export {
   DEFAULT_GRAPH_SIZE,
   DEFAULT_N_THREADS,
@@ -69,7 +69,7 @@ export {
   TensorFlag,
   Type,
   UnaryOp,
-} from "./bindings.gen.ts";
+} from "./ffi/bindings.gen.ts";
 export {
   type AsyncComputeOptions,
   Backend,
@@ -89,7 +89,7 @@ export {
   loadBackend,
   Threadpool,
   type ThreadpoolOptions,
-} from "./backend.ts";
+} from "./backend/backend.ts";
 export {
   allocCtxTensors,
   Buffer,
@@ -101,9 +101,9 @@ export {
   tensorGetBytes,
   tensorMemset,
   tensorSet,
-} from "./buffer.ts";
-export { SCHED_MAX_BACKENDS, SCHED_MAX_COPIES, Sched, type SchedEvalCallback, type SchedOptions } from "./sched.ts";
-export { BackendBufferUsage, BackendDevType, SchedPriority } from "./bindings.gen.ts";
+} from "./backend/buffer.ts";
+export { SCHED_MAX_BACKENDS, SCHED_MAX_COPIES, Sched, type SchedEvalCallback, type SchedOptions } from "./backend/sched.ts";
+export { BackendBufferUsage, BackendDevType, SchedPriority } from "./ffi/bindings.gen.ts";
 export {
   type AdamWParams,
   defaultOptimizerParams,
@@ -125,4 +125,4 @@ export {
   OptResult,
   type OptSummary,
   type SgdParams,
-} from "./opt.ts";
+} from "./train/opt.ts";

@@ -6,8 +6,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { abortTrace, ArgumentError } from "../mod.ts";
-import { ffi, library } from "../src/loader.ts";
-import { logNatives } from "../src/log.ts";
+import { ffi, library } from "../src/runtime/loader.ts";
+import { logNatives } from "../src/runtime/log.ts";
 import { type RunResult, runTsResult } from "./run.ts";
 
 const ASSERT = /ggml\.c:\d+: WSP_GGML_ASSERT\(type >= 0 && type < WSP_GGML_TYPE_COUNT\) failed/;

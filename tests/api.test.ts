@@ -33,8 +33,8 @@ import {
   Type,
   UseAfterFreeError,
 } from "../mod.ts";
-import { layouts, MEM_ALIGN } from "../src/bindings.gen.ts";
-import { cgraphLayoutKnown } from "../src/graph.ts";
+import { layouts, MEM_ALIGN } from "../src/ffi/bindings.gen.ts";
+import { cgraphLayoutKnown } from "../src/core/graph.ts";
 
 const MiB = 1 << 20;
 

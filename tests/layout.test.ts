@@ -3,9 +3,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { layouts } from "../src/bindings.gen.ts";
+import { layouts } from "../src/ffi/bindings.gen.ts";
 import { cString, loadAdapter } from "../src/ffi/mod.ts";
-import { baseLibraryName, locateLibrary } from "../src/loader.ts";
+import { baseLibraryName, locateLibrary } from "../src/runtime/loader.ts";
 
 const ffi = await loadAdapter();
 const lib = ffi.open(join(locateLibrary().dir, baseLibraryName()), {

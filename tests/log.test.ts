@@ -4,10 +4,10 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { ArgumentError, loadAllFromPath, loadBackend, logFlush, LogLevel, logSet } from "../mod.ts";
-import { logTest, logTestNonblocking } from "../src/log.ts";
-import { layouts } from "../src/bindings.gen.ts";
+import { logTest, logTestNonblocking } from "../src/runtime/log.ts";
+import { layouts } from "../src/ffi/bindings.gen.ts";
 import { cString } from "../src/ffi/mod.ts";
-import { ffi, keepAlive, library } from "../src/loader.ts";
+import { ffi, keepAlive, library } from "../src/runtime/loader.ts";
 import { join } from "node:path";
 import { root, runTsResult } from "./run.ts";
 

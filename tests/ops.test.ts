@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Context, OpPool, SortOrder, type Tensor, Type } from "../mod.ts";
-import { MAX_OP_OBJECTS, opStats } from "../src/context.ts";
+import { MAX_OP_OBJECTS, opStats } from "../src/core/context.ts";
 
 interface FixtureTensor {
   readonly ne: number[];

@@ -1,4 +1,4 @@
-// Training with ggml-opt from TS (src/opt.ts): linear regression y = 1.2x + 3.4
+// Training with ggml-opt from TS (src/train/opt.ts): linear regression y = 1.2x + 3.4
 // with AdamW and SGD (the idea of ggml's tests/test-opt.cpp), one SGD step
 // against the hand-derived gradient, a linearly separable classification,
 // progress callback counts, fit() with a validation split, and misuse cases

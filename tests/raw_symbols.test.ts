@@ -5,12 +5,12 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { bunSymbols, denoSymbols, functions, layouts, LogLevel, MAX_DIMS, Type } from "../src/bindings.gen.ts";
+import { bunSymbols, denoSymbols, functions, layouts, LogLevel, MAX_DIMS, Type } from "../src/ffi/bindings.gen.ts";
 import { cString, loadAdapter, StructView, SymbolNotDefinedError } from "../src/ffi/mod.ts";
 import type { FunctionDef } from "../src/ffi/types.ts";
 import { numDef } from "../src/ffi/num_abi.ts";
 import { openWspGgml } from "../src/ffi/open.ts";
-import { baseLibraryName, bestCpuVariant, locateLibrary } from "../src/loader.ts";
+import { baseLibraryName, bestCpuVariant, locateLibrary } from "../src/runtime/loader.ts";
 
 const ffi = await loadAdapter();
 const dir = locateLibrary().dir;

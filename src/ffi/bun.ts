@@ -18,7 +18,7 @@ import { isPointer, missing, missingReason, toPointer } from "./common.ts";
 import { acceptBigInts, numDef } from "./num_abi.ts";
 import type { FfiAdapter, FfiType, FunctionDef, FunctionTable, NativeLibrary } from "./types.ts";
 import { WORKER_SOURCE, type WorkerCall } from "./bun_worker.ts";
-import { WorkerError } from "../errors.ts";
+import { WorkerError } from "../core/errors.ts";
 
 
 /** The bun:ffi type of a runtime-neutral FFI type. */

@@ -3,11 +3,11 @@
  * one CPU variant (and Metal where present), merged into one symbol object.
  *
  * Finding the libraries and choosing the CPU variant is the loader's job
- * (`src/loader.ts`).
+ * (`src/runtime/loader.ts`).
  *
  * @module
  */
-import { functions } from "../bindings.gen.ts";
+import { functions } from "./bindings.gen.ts";
 import { fastProperties } from "./common.ts";
 import type { FfiAdapter, FunctionTable, NativeLibrary, TableEntry } from "./types.ts";
 

@@ -10,9 +10,9 @@
  * @module
  */
 import process from "node:process";
-import { loadLibrary } from "../loader.ts";
-import { Context } from "../context.ts";
-import { Type } from "../bindings.gen.ts";
+import { loadLibrary } from "../runtime/loader.ts";
+import { Context } from "../core/context.ts";
+import { Type } from "./bindings.gen.ts";
 
 const [base, variant] = process.argv.slice(2);
 const lib = loadLibrary({ path: base, probe: false, ...(variant ? { cpuVariant: variant } : {}) });

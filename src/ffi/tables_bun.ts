@@ -5,7 +5,7 @@
  * @module
  */
 import type { FFIFunction, FFITypeOrString } from "bun:ffi";
-import { bunSymbols } from "../bindings.gen.ts";
+import { bunSymbols } from "./bindings.gen.ts";
 
 /**
  * bun:ffi's type names. Bun accepts `"i64_fast"` / `"u64_fast"` (a number

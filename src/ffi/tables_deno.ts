@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { denoSymbols } from "../bindings.gen.ts";
+import { denoSymbols } from "./bindings.gen.ts";
 
 /** {@linkcode denoSymbols}, checked to be valid `Deno.dlopen` interfaces. */
 export const denoTables = denoSymbols satisfies {

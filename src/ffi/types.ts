@@ -214,7 +214,7 @@ export interface FfiAdapter {
   ): NativeCallback;
 }
 
-/** An entry of the generated function table (`src/bindings.gen.ts`). */
+/** An entry of the generated function table (`src/ffi/bindings.gen.ts`). */
 export interface TableEntry extends FunctionDef {
   /** The library that exports the symbol. */
   readonly library: LibraryName;

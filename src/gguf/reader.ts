@@ -8,15 +8,15 @@
  * @module
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import { GgufType, layouts, MEM_ALIGN, Type } from "../bindings.gen.ts";
-import { Context, tensorOverhead } from "../context.ts";
-import { ArgumentError, GgufError } from "../errors.ts";
+import { GgufType, layouts, MEM_ALIGN, Type } from "../ffi/bindings.gen.ts";
+import { Context, tensorOverhead } from "../core/context.ts";
+import { ArgumentError, GgufError } from "../core/errors.ts";
 import { cString } from "../ffi/common.ts";
-import { ffi, keepAlive } from "../loader.ts";
-import { runtime } from "../runtime.ts";
-import type { Tensor } from "../tensor.ts";
-import type { Backend } from "../backend.ts";
-import { allocCtxTensors, type Buffer, type BufferType, tensorSet } from "../buffer.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
+import type { Tensor } from "../core/tensor.ts";
+import type { Backend } from "../backend/backend.ts";
+import { allocCtxTensors, type Buffer, type BufferType, tensorSet } from "../backend/buffer.ts";
 import { GGUF_TYPE_SIZE, type GgufLimits, type ScannedKv, scanGguf } from "./scan.ts";
 
 /** A GGUF array value: a typed array for numbers, plain arrays for bools and strings. */

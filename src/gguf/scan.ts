@@ -26,9 +26,9 @@
  * @module
  */
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
-import { GgufType, MAX_DIMS, MAX_NAME, Type } from "../bindings.gen.ts";
-import { GgufError } from "../errors.ts";
-import { runtime } from "../runtime.ts";
+import { GgufType, MAX_DIMS, MAX_NAME, Type } from "../ffi/bindings.gen.ts";
+import { GgufError } from "../core/errors.ts";
+import { runtime } from "../runtime/runtime.ts";
 
 /** Bounds the reader enforces beyond the format's own (denial-of-service guards). */
 export interface GgufLimits {

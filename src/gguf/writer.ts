@@ -6,14 +6,14 @@
  *
  * @module
  */
-import { GgufType, layouts } from "../bindings.gen.ts";
-import { ArgumentError, GgufError, NotAllocatedError, ShapeError, UseAfterFreeError } from "../errors.ts";
+import { GgufType, layouts } from "../ffi/bindings.gen.ts";
+import { ArgumentError, GgufError, NotAllocatedError, ShapeError, UseAfterFreeError } from "../core/errors.ts";
 import { cString } from "../ffi/common.ts";
-import { ffi, keepAlive } from "../loader.ts";
-import { runtime } from "../runtime.ts";
-import { Tensor } from "../tensor.ts";
-import { bufferOf } from "../backend.ts";
-import { checkData } from "../graph.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
+import { Tensor } from "../core/tensor.ts";
+import { bufferOf } from "../backend/backend.ts";
+import { checkData } from "../core/graph.ts";
 import { GGUF_ARRAYS, type GgufEntry, type GgufFile, type GgufValue } from "./reader.ts";
 
 const INT_RANGE: Partial<Record<number, [number, number]>> = {

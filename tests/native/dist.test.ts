@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { functions } from "../../src/bindings.gen.ts";
+import { functions } from "../../src/ffi/bindings.gen.ts";
 import { readBinary } from "./binfmt.ts";
 
 const root = join(fileURLToPath(import.meta.url), "..", "..", "..");

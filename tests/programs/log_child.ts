@@ -4,9 +4,9 @@
 //   abort-plain  the same abort with tracing off
 import process from "node:process";
 import { abortTrace, LogLevel } from "../../mod.ts";
-import { library } from "../../src/loader.ts";
-import { logTest } from "../../src/log.ts";
-import { runtime } from "../../src/runtime.ts";
+import { library } from "../../src/runtime/loader.ts";
+import { logTest } from "../../src/runtime/log.ts";
+import { runtime } from "../../src/runtime/runtime.ts";
 
 const mode = process.argv[process.argv.length - 1];
 

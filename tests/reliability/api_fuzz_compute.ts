@@ -50,7 +50,7 @@ import {
   UnsupportedOpError,
   UseAfterFreeError,
 } from "../../mod.ts";
-import { logTest } from "../../src/log.ts";
+import { logTest } from "../../src/runtime/log.ts";
 import process from "node:process";
 import type { Rng } from "./lib.ts";
 

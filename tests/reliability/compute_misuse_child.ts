@@ -44,7 +44,7 @@ import {
   Type,
   UnsupportedOpError,
 } from "../../mod.ts";
-import { logTest } from "../../src/log.ts";
+import { logTest } from "../../src/runtime/log.ts";
 import { root } from "./lib.ts";
 
 type ErrorClass = abstract new (...args: never[]) => Error;

@@ -1,4 +1,4 @@
-// Hostile paths: the loader (src/loader.ts: the path option, WSP_GGML_LIBRARY_PATH, the local
+// Hostile paths: the loader (src/runtime/loader.ts: the path option, WSP_GGML_LIBRARY_PATH, the local
 // build, the platform package) never takes a library from the working directory or another
 // unexpected place, a WSP_GGML_LIBRARY_PATH that holds no usable library is a typed error (not a
 // crash), and paths with spaces and non-ASCII characters work for the library and for GGUF files.

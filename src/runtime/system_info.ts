@@ -8,7 +8,7 @@
 import process from "node:process";
 import { detectLibc, library, type Libc, type LibraryLocation, platformPackage } from "./loader.ts";
 import { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./version.ts";
-import type { WspGgmlTable } from "./ffi/open.ts";
+import type { WspGgmlTable } from "../ffi/open.ts";
 
 /** One backend registered with ggml's backend registry. */
 export interface BackendInfo {

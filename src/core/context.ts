@@ -11,17 +11,17 @@
  * @module
  */
 import { INTERNAL } from "./brand.ts";
-import { DEFAULT_GRAPH_SIZE, layouts, MAX_DIMS, MEM_ALIGN, Type } from "./bindings.gen.ts";
+import { DEFAULT_GRAPH_SIZE, layouts, MAX_DIMS, MEM_ALIGN, Type } from "../ffi/bindings.gen.ts";
 import { bool, member, size as sizeArg } from "./args.ts";
 import { ArgumentError, BusyError, ContextOutOfMemoryError, GgmlError, ShapeError, UseAfterFreeError } from "./errors.ts";
 import { Graph } from "./graph.ts";
-import { ffi, keepAlive } from "./loader.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
 import { checkNewTensor } from "./checks.ts";
 import { type Operand, Ops } from "./ops.gen.ts";
-import { allocPool, initContext, retirePool, runtime } from "./runtime.ts";
-import { addressOf } from "./ffi/common.ts";
-import type { Handle } from "./ffi/types.ts";
-import type { WspGgml } from "./ffi/open.ts";
+import { allocPool, initContext, retirePool, runtime } from "../runtime/runtime.ts";
+import { addressOf } from "../ffi/common.ts";
+import type { Handle } from "../ffi/types.ts";
+import type { WspGgml } from "../ffi/open.ts";
 import { i64At, nbytesAt, Tensor } from "./tensor.ts";
 
 /** Options of {@linkcode Context}. */

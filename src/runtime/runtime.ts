@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { layouts, Type } from "./bindings.gen.ts";
+import { layouts, Type } from "../ffi/bindings.gen.ts";
 import { ffi, keepAlive, library, type Library } from "./loader.ts";
-import type { Handle } from "./ffi/types.ts";
+import type { Handle } from "../ffi/types.ts";
 
 /** Traits of one tensor type, read once from `wsp_ggml_blck_size` / `_type_size` / `_type_name`. */
 export interface TypeTraits {

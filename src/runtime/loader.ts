@@ -38,10 +38,10 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { cString, type FfiAdapter, loadAdapter } from "./ffi/mod.ts";
-import { openWspGgml, type WspGgml } from "./ffi/open.ts";
-import { ArgumentError, LibraryNotFoundError } from "./errors.ts";
-import { callbacks, LogLevel } from "./bindings.gen.ts";
+import { cString, type FfiAdapter, loadAdapter } from "../ffi/mod.ts";
+import { openWspGgml, type WspGgml } from "../ffi/open.ts";
+import { ArgumentError, LibraryNotFoundError } from "../core/errors.ts";
+import { callbacks, LogLevel } from "../ffi/bindings.gen.ts";
 
 /** The environment variable that names the library's directory (or the base library file). */
 export const LIBRARY_PATH_ENV = "WSP_GGML_LIBRARY_PATH";
@@ -161,12 +161,12 @@ export function platformPackage(
 
 /** The local build's library directory: `zig-out/lib` of this repository. */
 export function localBuildDir(): string {
-  return join(dirname(fileURLToPath(import.meta.url)), "..", "zig-out", "lib");
+  return join(dirname(fileURLToPath(import.meta.url)), "..", "..", "zig-out", "lib");
 }
 
 /** Whether this module runs from a source checkout (not from an installed package). */
 function inCheckout(): boolean {
-  return existsSync(join(dirname(fileURLToPath(import.meta.url)), "..", "build.zig"));
+  return existsSync(join(dirname(fileURLToPath(import.meta.url)), "..", "..", "build.zig"));
 }
 
 const CPU_VARIANT = /^(?:lib)?ggml-cpu-(.+)\.(?:so|dylib|dll)$/;
@@ -302,7 +302,7 @@ export function bestCpuVariant(adapter: FfiAdapter, dir: string): string {
 
 /**
  * Runs `fn` with ggml's log routed to JS (synchronously, on this thread) and
- * returns what it logged, then restores wsp-ggml's log routing (src/log.ts).
+ * returns what it logged, then restores wsp-ggml's log routing (src/runtime/log.ts).
  */
 function capturingLogs<R>(lib: WspGgml, base: string, fn: () => R): { result: R; logs: { level: number; text: string }[] } {
   const logs: { level: number; text: string }[] = [];
@@ -521,7 +521,7 @@ function childCommand(script: string, args: string[]): [string, string[]] {
  */
 export function probeLibrary(location: LibraryLocation, cpuVariant?: string): ProbeVerdict {
   const here = fileURLToPath(import.meta.url);
-  const script = join(dirname(here), "ffi", `probe_child${here.endsWith(".ts") ? ".ts" : ".js"}`);
+  const script = join(dirname(here), "..", "ffi", `probe_child${here.endsWith(".ts") ? ".ts" : ".js"}`);
   const files = [location.base, ...cpuVariants(location.dir).values()];
   const identity = files.map((f) => {
     const st = statSync(f);

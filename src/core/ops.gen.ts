@@ -4,17 +4,17 @@
  * 4 written by hand (`wsp_ggml_new_tensor` (Context.newTensor(type, shape)), `wsp_ggml_get_first_tensor` (Context.tensors()), `wsp_ggml_get_next_tensor` (Context.tensors()), `wsp_ggml_get_tensor` (Context.getTensor(name))), 8 left out: `wsp_ggml_map_custom1` (custom ops call back into JS from compute threads (API part 2)); `wsp_ggml_map_custom1_inplace` (custom ops call back into JS from compute threads (API part 2)); `wsp_ggml_map_custom2` (custom ops call back into JS from compute threads (API part 2)); `wsp_ggml_map_custom2_inplace` (custom ops call back into JS from compute threads (API part 2)); `wsp_ggml_map_custom3` (custom ops call back into JS from compute threads (API part 2)); `wsp_ggml_map_custom3_inplace` (custom ops call back into JS from compute threads (API part 2)); `wsp_ggml_custom_4d` (custom ops call back into JS from compute threads (API part 2)); `wsp_ggml_custom_inplace` (custom ops call back into JS from compute threads (API part 2)).
  *
  * Each method validates its scalar arguments, runs its handwritten check
- * (`src/checks.ts`, which implements {@linkcode OpChecks}), then creates the
+ * (`src/core/checks.ts`, which implements {@linkcode OpChecks}), then creates the
  * result in the context after measuring that it fits.
  *
  * @module
  */
-import { GluOp, OpPool, ScaleMode, SortOrder, Type, UnaryOp } from "./bindings.gen.ts";
-import type { WspGgml } from "./ffi/open.ts";
-import type { Handle } from "./ffi/types.ts";
+import { GluOp, OpPool, ScaleMode, SortOrder, Type, UnaryOp } from "../ffi/bindings.gen.ts";
+import type { WspGgml } from "../ffi/open.ts";
+import type { Handle } from "../ffi/types.ts";
 import { bool, float, i64, int, ints, member, size, uint } from "./args.ts";
 import { opChecks } from "./checks.ts";
-import { ffi, keepAlive } from "./loader.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
 import type { Tensor } from "./tensor.ts";
 
 /** An operand as the generated ops pass it to `_use`: its parameter name, its value, whether it may be null. */

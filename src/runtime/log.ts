@@ -20,10 +20,10 @@
  *
  * @module
  */
-import { callbacks, LogLevel } from "./bindings.gen.ts";
-import { ArgumentError, LibraryNotFoundError } from "./errors.ts";
+import { callbacks, LogLevel } from "../ffi/bindings.gen.ts";
+import { ArgumentError, LibraryNotFoundError } from "../core/errors.ts";
 import { BUILD_COMMAND, ffi, keepAlive, library } from "./loader.ts";
-import type { NativeCallback } from "./ffi/types.ts";
+import type { NativeCallback } from "../ffi/types.ts";
 
 export { LogLevel };
 

@@ -6,12 +6,12 @@
  * @module
  */
 import { INTERNAL, internal } from "./brand.ts";
-import { layouts, MAX_DIMS, MAX_NAME, Op, TensorFlag, Type, UnaryOp, GluOp } from "./bindings.gen.ts";
+import { layouts, MAX_DIMS, MAX_NAME, Op, TensorFlag, Type, UnaryOp, GluOp } from "../ffi/bindings.gen.ts";
 import { ArgumentError, BoundsError, GgmlTypeError, NotAllocatedError, ShapeError } from "./errors.ts";
-import { ffi, keepAlive } from "./loader.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
 import type { Context } from "./context.ts";
-import type { Handle } from "./ffi/types.ts";
-import { runtime, type TypeTraits } from "./runtime.ts";
+import type { Handle } from "../ffi/types.ts";
+import { runtime, type TypeTraits } from "../runtime/runtime.ts";
 
 const F = layouts.wsp_ggml_tensor.fields;
 const NE = F.ne.offset, NB = F.nb.offset;

@@ -19,18 +19,18 @@
  *
  * @module
  */
-import { callbacks, layouts, OptBuildType, OptLossType, OptOptimizerType, TensorFlag, Type } from "./bindings.gen.ts";
-import { bool, i64, member } from "./args.ts";
+import { callbacks, layouts, OptBuildType, OptLossType, OptOptimizerType, TensorFlag, Type } from "../ffi/bindings.gen.ts";
+import { bool, i64, member } from "../core/args.ts";
 import { totalmem } from "node:os";
-import { type IndexPlan, nodesOf, planIndexChecks, scanIndices } from "./indices.ts";
-import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, GraphFullError, NotAllocatedError, ShapeError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
-import { ffi, keepAlive } from "./loader.ts";
-import { runtime } from "./runtime.ts";
-import { Context } from "./context.ts";
-import { storageArray, Tensor, type TensorData } from "./tensor.ts";
-import { bufferOf, supports } from "./backend.ts";
-import { Sched } from "./sched.ts";
-import { adopt, dispose, type Handle } from "./owned.ts";
+import { type IndexPlan, nodesOf, planIndexChecks, scanIndices } from "../core/indices.ts";
+import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, GraphFullError, NotAllocatedError, ShapeError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
+import { Context } from "../core/context.ts";
+import { storageArray, Tensor, type TensorData } from "../core/tensor.ts";
+import { bufferOf, supports } from "../backend/backend.ts";
+import { Sched } from "../backend/sched.ts";
+import { adopt, dispose, type Handle } from "../core/owned.ts";
 
 export { OptBuildType, OptLossType, OptOptimizerType };
 

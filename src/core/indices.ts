@@ -26,11 +26,11 @@
  *
  * @module
  */
-import { Op, Type } from "./bindings.gen.ts";
+import { Op, Type } from "../ffi/bindings.gen.ts";
 import { BoundsError, UnsupportedOpError } from "./errors.ts";
-import { ffi, keepAlive } from "./loader.ts";
-import { runtime } from "./runtime.ts";
-import { layouts } from "./bindings.gen.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
+import { layouts } from "../ffi/bindings.gen.ts";
 import type { Tensor } from "./tensor.ts";
 
 const BUFFER = layouts.wsp_ggml_tensor.fields.buffer.offset;

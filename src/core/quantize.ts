@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { Type } from "./bindings.gen.ts";
+import { Type } from "../ffi/bindings.gen.ts";
 import { ArgumentError, GgmlTypeError, ShapeError } from "./errors.ts";
 import { Context } from "./context.ts";
-import { ffi, keepAlive } from "./loader.ts";
-import { runtime } from "./runtime.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
 import { member } from "./args.ts";
 
 /** Types `wsp_ggml_wsp_quantize_chunk` handles (its switch, vendor/ggml/ggml.c). */

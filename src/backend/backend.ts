@@ -10,18 +10,18 @@
  *
  * @module
  */
-import { INTERNAL, internal } from "./brand.ts";
-import { BackendDevType, layouts, MAX_N_THREADS, SchedPriority, Status } from "./bindings.gen.ts";
-import { int, member } from "./args.ts";
-import { ArgumentError, BusyError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
-import { cString } from "./ffi/mod.ts";
-import { ffi, keepAlive } from "./loader.ts";
-import { logFlush } from "./log.ts";
-import { allocPool, initContext, runtime } from "./runtime.ts";
-import { checkData, cpuHandlesTypes, Graph } from "./graph.ts";
-import { Tensor } from "./tensor.ts";
+import { INTERNAL, internal } from "../core/brand.ts";
+import { BackendDevType, layouts, MAX_N_THREADS, SchedPriority, Status } from "../ffi/bindings.gen.ts";
+import { int, member } from "../core/args.ts";
+import { ArgumentError, BusyError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
+import { cString } from "../ffi/mod.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { logFlush } from "../runtime/log.ts";
+import { allocPool, initContext, runtime } from "../runtime/runtime.ts";
+import { checkData, cpuHandlesTypes, Graph } from "../core/graph.ts";
+import { Tensor } from "../core/tensor.ts";
 import { Buffer, BufferType } from "./buffer.ts";
-import { adopt, dispose, type Handle } from "./owned.ts";
+import { adopt, dispose, type Handle } from "../core/owned.ts";
 
 const sym = () => runtime().lib.symbols;
 const str = (p: number) => ffi.readCString(p) ?? "";

@@ -7,18 +7,18 @@
  *
  * @module
  */
-import { INTERNAL, internal } from "./brand.ts";
-import { BackendBufferUsage, layouts, Type } from "./bindings.gen.ts";
-import { int, member, size } from "./args.ts";
-import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, NotAllocatedError, ShapeError, UseAfterFreeError } from "./errors.ts";
-import { ffi, keepAlive } from "./loader.ts";
-import { runtime } from "./runtime.ts";
-import { Context } from "./context.ts";
-import { Graph } from "./graph.ts";
-import { storageArray, Tensor, type TensorData } from "./tensor.ts";
+import { INTERNAL, internal } from "../core/brand.ts";
+import { BackendBufferUsage, layouts, Type } from "../ffi/bindings.gen.ts";
+import { int, member, size } from "../core/args.ts";
+import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, NotAllocatedError, ShapeError, UseAfterFreeError } from "../core/errors.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
+import { Context } from "../core/context.ts";
+import { Graph } from "../core/graph.ts";
+import { storageArray, Tensor, type TensorData } from "../core/tensor.ts";
 import type { Backend } from "./backend.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
-import { adopt, dispose, type Handle } from "./owned.ts";
+import { adopt, dispose, type Handle } from "../core/owned.ts";
 
 const sym = () => runtime().lib.symbols;
 

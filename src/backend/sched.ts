@@ -6,19 +6,19 @@
  *
  * @module
  */
-import { INTERNAL } from "./brand.ts";
-import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "./bindings.gen.ts";
+import { INTERNAL } from "../core/brand.ts";
+import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "../ffi/bindings.gen.ts";
 import { totalmem } from "node:os";
-import { bool, size } from "./args.ts";
-import { ArgumentError, BoundsError, BusyError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "./errors.ts";
-import { ffi, keepAlive } from "./loader.ts";
-import { runtime } from "./runtime.ts";
-import { checkData, Graph } from "./graph.ts";
-import { cpuKernelRefusal } from "./checks.ts";
-import type { Tensor } from "./tensor.ts";
+import { bool, size } from "../core/args.ts";
+import { ArgumentError, BoundsError, BusyError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
+import { ffi, keepAlive } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
+import { checkData, Graph } from "../core/graph.ts";
+import { cpuKernelRefusal } from "../core/checks.ts";
+import type { Tensor } from "../core/tensor.ts";
 import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
 import { BufferType, Placements } from "./buffer.ts";
-import { adopt, dispose, type Handle } from "./owned.ts";
+import { adopt, dispose, type Handle } from "../core/owned.ts";
 
 const sym = () => runtime().lib.symbols;
 

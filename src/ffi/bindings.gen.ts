@@ -9,8 +9,8 @@
  *
  * @module
  */
-import type { FfiSignature, TableEntry } from "./ffi/types.ts";
-import type { StructLayout } from "./ffi/struct.ts";
+import type { FfiSignature, TableEntry } from "./types.ts";
+import type { StructLayout } from "./struct.ts";
 
 // ---- constants (object-like macros) ----
 

@@ -4,14 +4,14 @@
  *
  * @module
  */
-import { DEFAULT_N_THREADS, GluOp, MAX_N_THREADS, Op, Status, TensorFlag, Type, UnaryOp } from "./bindings.gen.ts";
+import { DEFAULT_N_THREADS, GluOp, MAX_N_THREADS, Op, Status, TensorFlag, Type, UnaryOp } from "../ffi/bindings.gen.ts";
 import { int } from "./args.ts";
 import { internal } from "./brand.ts";
 import { ArgumentError, BoundsError, BusyError, ComputeError, GgmlTypeError, GraphFullError, NotAllocatedError, UnsupportedOpError } from "./errors.ts";
-import { ffi } from "./loader.ts";
-import { runtime } from "./runtime.ts";
+import { ffi } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
 import { BACKWARD_OPS, checkBackward, cpuKernelRefusal } from "./checks.ts";
-import { CPU_TYPES } from "./cpu_types.gen.ts";
+import { CPU_TYPES } from "../backend/cpu_types.gen.ts";
 import type { Context } from "./context.ts";
 import { i64At, Tensor } from "./tensor.ts";
 import { type IndexPlan, planIndexChecks, scanIndices } from "./indices.ts";

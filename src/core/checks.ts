@@ -8,11 +8,11 @@
  * @module
  */
 import { checkSetExtent, checkViewExtent } from "./extents.ts";
-import { GluOp, layouts, MAX_DIMS, Op, ROPE_TYPE_MROPE, ROPE_TYPE_VISION, ScaleMode, TensorFlag, Type, UnaryOp } from "./bindings.gen.ts";
+import { GluOp, layouts, MAX_DIMS, Op, ROPE_TYPE_MROPE, ROPE_TYPE_VISION, ScaleMode, TensorFlag, Type, UnaryOp } from "../ffi/bindings.gen.ts";
 import { ArgumentError, BoundsError, GgmlTypeError, ShapeError, UnsupportedOpError } from "./errors.ts";
 import type { OpChecks } from "./ops.gen.ts";
-import { runtime, type TypeTraits } from "./runtime.ts";
-import { fastProperties } from "./ffi/common.ts";
+import { runtime, type TypeTraits } from "../runtime/runtime.ts";
+import { fastProperties } from "../ffi/common.ts";
 import { i64At, type Tensor } from "./tensor.ts";
 
 // ---- predicates, as ggml.c defines them ----
