@@ -10,6 +10,8 @@
 //! Layout of one target folder:
 //!   libwsp-ggml.so | libwsp-ggml.dylib | wsp-ggml.dll     ggml core, alloc, backend registry, gguf, opt
 //!   libggml-cpu-<variant>.so | ggml-cpu-<variant>.dll      one CPU backend per instruction-set level
+//!   libggml-vulkan.so | ggml-vulkan.dll                    the Vulkan backend (Linux, Windows), when the
+//!                                                          shaders are generated: node scripts/vulkan_shaders.mjs
 //!
 //! The CPU backend is built in several variants and picked at load time by ggml's own
 //! dynamic-backend mechanism (WSP_GGML_BACKEND_DL): every variant exports
@@ -81,6 +83,8 @@ const cpu_sources = [_][]const u8{
     "ggml-cpu/unary-ops.cpp", "ggml-cpu/ops.cpp",      "ggml-cpu/vec.cpp",
     "ggml-cpu/quants.c",      "ggml-cpu/repack.cpp",   "ggml-cpu/traits.cpp",
     "ggml-cpu/amx/amx.cpp",   "ggml-cpu/amx/mmq.cpp",
+    // llamafile's sgemm (second pin), on in every variant as upstream's default build has it.
+    "ggml-cpu/llamafile/sgemm.cpp",
 };
 
 const metal_sources = [_][]const u8{
@@ -104,6 +108,9 @@ const num_cpu_shim = "native/shim/num_cpu.gen.c";
 // release builds do.
 const common_c_flags = [_][]const u8{ "-std=c11", "-fno-sanitize=undefined", "-fno-strict-aliasing" };
 const common_cxx_flags = [_][]const u8{ "-std=c++17", "-fno-sanitize=undefined", "-fno-strict-aliasing" };
+// The base library's C code may be unwound through: the RPC server's abort callback throws on
+// the thread that serves a client (native/rpc_guard.cpp).
+const base_c_flags = common_c_flags ++ [_][]const u8{"-fexceptions"};
 
 const Options = struct {
     optimize: std.builtin.OptimizeMode,
@@ -111,6 +118,11 @@ const Options = struct {
     metal_shaders: ?[]const u8,
     /// Comma-separated subset of the CPU variants to build (default: all of the arch).
     variants: ?[]const u8,
+    /// llamafile's sgemm in the CPU variants (default on, as upstream; off only for bench/llamafile.mjs).
+    llamafile: bool,
+    /// The folder scripts/vulkan_shaders.mjs generated (shaders + include/ with the Vulkan
+    /// headers): builds the Vulkan backend for the targets in `vulkanTarget`.
+    vulkan: ?[]const u8,
 };
 
 pub fn build(b: *std.Build) !void {
@@ -119,8 +131,10 @@ pub fn build(b: *std.Build) !void {
     const opts = Options{
         .optimize = b.option(std.builtin.OptimizeMode, "optimize", "Optimization mode (default ReleaseFast)") orelse .ReleaseFast,
         .macos_sdk = b.option([]const u8, "macos-sdk", "Path to a macOS SDK: enables the Metal backend for macOS targets"),
-        .metal_shaders = b.option([]const u8, "metal-shaders", "Path to ggml-metal.metal (macOS shader source) to embed in the Metal backend"),
+        .metal_shaders = b.option([]const u8, "metal-shaders", "Path to another ggml-metal.metal to embed in the Metal backend (default: the second pin's, in vendor/ggml/ggml-metal/)"),
         .variants = b.option([]const u8, "variants", "Comma-separated CPU variants to build, e.g. x64,haswell (default: all)"),
+        .llamafile = b.option(bool, "llamafile", "llamafile's sgemm in the CPU backend (default true)") orelse true,
+        .vulkan = vulkanOption(b),
     };
     if (!pathExists(b, vendor ++ "/ggml.h")) {
         std.debug.print("error: {s}/ is missing: run `node scripts/vendor.mjs` (after `npm ci`) first\n", .{vendor});
@@ -192,6 +206,66 @@ pub fn build(b: *std.Build) !void {
         smoke_dist.dependOn(&inst.step);
         for (built.steps.items) |s| smoke_dist.dependOn(s);
     }
+
+    // zig build metal-embed: the part of the Metal backend that needs no macOS SDK (the merged
+    // shader source and the object that embeds it, for both Mac architectures), so CI checks it.
+    const embed_step = b.step("metal-embed", "The embedded Metal shader (merged source + Mach-O objects) into zig-out/metal-embed/");
+    const embed = metalEmbed(b, opts);
+    embed_step.dependOn(&b.addInstallFile(embed.source, "metal-embed/ggml-metal-embed.metal").step);
+    for ([_][]const u8{ "aarch64-macos.11.0", "x86_64-macos.11.0" }) |triple| {
+        const t = b.resolveTargetQuery(try std.Target.Query.parse(.{ .arch_os_abi = triple }));
+        const mod = b.createModule(.{ .target = t, .optimize = opts.optimize });
+        mod.addAssemblyFile(embed.asm_file);
+        const obj = b.addObject(.{ .name = "ggml-metal-embed", .root_module = mod });
+        embed_step.dependOn(&b.addInstallFile(obj.getEmittedBin(), b.fmt("metal-embed/{s}/ggml-metal-embed.o", .{@tagName(t.result.cpu.arch)})).step);
+    }
+}
+
+/// The Metal shader source as the backend compiles it at run time, from memory, where its
+/// includes cannot resolve: ggml-common.h and ggml-metal-impl.h pasted in at the lines that
+/// name them, as upstream's GGML_METAL_EMBED_LIBRARY build does; and the assembly that embeds
+/// it between wsp_ggml_metallib_start and wsp_ggml_metallib_end.
+fn metalEmbed(b: *std.Build, opts: Options) struct { source: std.Build.LazyPath, asm_file: std.Build.LazyPath } {
+    const read = struct {
+        fn f(bb: *std.Build, path: []const u8) []const u8 {
+            return std.fs.cwd().readFileAlloc(bb.allocator, bb.pathFromRoot(path), 64 << 20) catch |e|
+                std.debug.panic("metal-embed: cannot read {s}: {s} (run `node scripts/vendor.mjs`)", .{ path, @errorName(e) });
+        }
+    }.f;
+    const shader = read(b, opts.metal_shaders orelse vendor ++ "/ggml-metal/ggml-metal.metal");
+    const common = read(b, vendor ++ "/ggml-common.h");
+    const impl = read(b, vendor ++ "/ggml-metal/ggml-metal-impl.h");
+    var merged: std.ArrayList(u8) = .empty;
+    var pasted: u8 = 0;
+    var lines = std.mem.splitScalar(u8, shader, '\n');
+    var first = true;
+    while (lines.next()) |line| {
+        if (!first) merged.append(b.allocator, '\n') catch @panic("OOM");
+        first = false;
+        const trimmed = std.mem.trim(u8, line, " \t\r");
+        if (std.mem.eql(u8, trimmed, "__embed_ggml-common.h__")) {
+            merged.appendSlice(b.allocator, std.mem.trimRight(u8, common, "\n")) catch @panic("OOM");
+            pasted |= 1;
+        } else if (std.mem.eql(u8, trimmed, "#include \"ggml-metal-impl.h\"")) {
+            merged.appendSlice(b.allocator, std.mem.trimRight(u8, impl, "\n")) catch @panic("OOM");
+            pasted |= 2;
+        } else merged.appendSlice(b.allocator, line) catch @panic("OOM");
+    }
+    if (pasted != 3) std.debug.panic("metal-embed: the shader source lacks the marker lines for ggml-common.h / ggml-metal-impl.h", .{});
+    const wf = b.addWriteFiles();
+    const source = wf.add("ggml-metal-embed.metal", merged.items);
+    // .incbin resolves against the assembler's working directory; the bytes go in as data instead.
+    var asm_text: std.ArrayList(u8) = .empty;
+    asm_text.appendSlice(b.allocator, ".section __DATA,__ggml_metallib\n.globl _wsp_ggml_metallib_start\n_wsp_ggml_metallib_start:\n") catch @panic("OOM");
+    var i: usize = 0;
+    while (i < merged.items.len) : (i += 64) {
+        const chunk = merged.items[i..@min(i + 64, merged.items.len)];
+        asm_text.appendSlice(b.allocator, ".byte ") catch @panic("OOM");
+        for (chunk, 0..) |c, k| asm_text.appendSlice(b.allocator, b.fmt("{s}{d}", .{ if (k == 0) "" else ",", c })) catch @panic("OOM");
+        asm_text.append(b.allocator, '\n') catch @panic("OOM");
+    }
+    asm_text.appendSlice(b.allocator, ".globl _wsp_ggml_metallib_end\n_wsp_ggml_metallib_end:\n") catch @panic("OOM");
+    return .{ .source = source, .asm_file = wf.add("ggml-metal-embed.s", asm_text.items) };
 }
 
 const Built = struct { base: *std.Build.Step.Compile, steps: std.ArrayList(*std.Build.Step) };
@@ -210,7 +284,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     // whisper.rn's flattened ggml-quants.c includes "ggml-cpu-impl.h" for its SIMD macros.
     base_mod.addIncludePath(b.path(vendor ++ "/ggml-cpu"));
     base_mod.addCMacro("WSP_GGML_BUILD", "1");
-    base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cFiles(&base_sources), .flags = &common_c_flags });
+    base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cFiles(&base_sources), .flags = &base_c_flags });
     base_mod.addCSourceFiles(.{ .root = b.path(vendor), .files = cxxFiles(&base_sources), .flags = &common_cxx_flags });
     if (pathExists(b, base_shim)) base_mod.addCSourceFile(.{ .file = b.path(base_shim), .flags = &common_c_flags });
     if (pathExists(b, num_base_shim)) base_mod.addCSourceFile(.{ .file = b.path(num_base_shim), .flags = &common_c_flags });
@@ -218,6 +292,10 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     // wsp-ggml's log routing (JS thread vs native threads) and abort message.
     base_mod.addCSourceFile(.{ .file = b.path("native/log.c"), .flags = &common_c_flags });
     if (os == .windows) base_mod.addCSourceFile(.{ .file = b.path("native/win-exports.c"), .flags = &common_c_flags });
+    // ggml's RPC backend (vendor/ggml/ggml-rpc.cpp, included by the guard that turns its aborts
+    // into errors): in the base library, like the registry it is reached from.
+    base_mod.addCSourceFile(.{ .file = b.path("native/rpc_guard.cpp"), .flags = &common_cxx_flags });
+    if (os == .windows) base_mod.linkSystemLibrary("ws2_32", .{});
     const base = b.addLibrary(.{ .linkage = .dynamic, .name = "wsp-ggml", .root_module = base_mod });
     try steps.append(b.allocator, install(b, base, dir, null));
 
@@ -238,6 +316,7 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
         addCommon(b, mod, os);
         mod.addIncludePath(b.path(vendor ++ "/ggml-cpu"));
         mod.addCMacro("WSP_GGML_USE_CPU_REPACK", "1");
+        if (opts.llamafile) mod.addCMacro("WSP_GGML_USE_LLAMAFILE", "1");
         for (v.features) |f| mod.addCMacro(b.fmt("WSP_GGML_{s}", .{f}), "1");
         mod.addCMacro("WSP_GGML_CPU_VARIANT_NAME", b.fmt("\"{s}\"", .{v.name}));
         const arch_dir = if (arch == .x86_64) "ggml-cpu/arch/x86" else "ggml-cpu/arch/arm";
@@ -267,26 +346,18 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     if (os == .macos) {
         if (try addMetal(b, target, base, opts)) |metal| try steps.append(b.allocator, install(b, metal, dir, backendFileName(b, os, "metal")));
     }
+    if (opts.vulkan) |gen| if (vulkanTarget(target.result)) {
+        try steps.append(b.allocator, install(b, addVulkan(b, base_target, base, opts.optimize, gen), dir, backendFileName(b, os, "vulkan")));
+    };
     return .{ .base = base, .steps = steps };
 }
 
-/// The Metal backend, when an SDK is given. The vendored tree has no macOS shader source
-/// (whisper.rn deletes ggml-metal.metal and ships iOS metallibs only), so a library built
-/// without -Dmetal-shaders would fail at run time: the build refuses instead.
+/// The Metal backend, when an SDK is given, with the macOS shader source embedded: whisper.rn
+/// deletes ggml-metal.metal (it ships iOS metallibs only), so it comes from the second pin.
 fn addMetal(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.Step.Compile, opts: Options) !?*std.Build.Step.Compile {
     const sdk = opts.macos_sdk orelse {
         if (b.verbose) std.debug.print("note: {s}: Metal backend skipped (no -Dmacos-sdk); CPU backend only\n", .{@tagName(target.result.cpu.arch)});
         return null;
-    };
-    const shaders = opts.metal_shaders orelse {
-        std.debug.print(
-            \\error: the Metal backend needs its shader source for macOS, which whisper.rn 0.5.1 does not ship
-            \\  (it deletes ggml-metal.metal and only carries iOS metallibs, ggml-whisper.metallib / -sim).
-            \\  Pass -Dmetal-shaders=PATH/ggml-metal.metal (from whisper.cpp 85871a9, together with the
-            \\  ggml-common.h / ggml-metal-impl.h it includes) to embed it, or drop -Dmacos-sdk for a CPU-only build.
-            \\
-        , .{});
-        return error.MetalShadersMissing;
     };
     const mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .link_libcpp = true });
     addCommon(b, mod, .macos);
@@ -297,23 +368,88 @@ fn addMetal(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.St
     mod.addCMacro("WSP_GGML_METAL_EMBED_LIBRARY", "1");
     mod.addCSourceFiles(.{ .root = b.path(vendor), .files = &metal_sources, .flags = &common_cxx_flags });
     mod.addCSourceFiles(.{ .root = b.path(vendor), .files = &metal_objc_sources, .flags = &.{ "-fobjc-arc", "-fno-sanitize=undefined" } });
-    // Embeds the shader source as wsp_ggml_metallib_start/_end, as upstream's GGML_METAL_EMBED_LIBRARY does.
-    const wf = b.addWriteFiles();
-    const asm_file = wf.add("ggml-metal-embed.s", b.fmt(
-        \\.section __DATA,__ggml_metallib
-        \\.globl _wsp_ggml_metallib_start
-        \\_wsp_ggml_metallib_start:
-        \\.incbin "{s}"
-        \\.globl _wsp_ggml_metallib_end
-        \\_wsp_ggml_metallib_end:
-        \\
-    , .{shaders}));
-    mod.addAssemblyFile(asm_file);
+    mod.addAssemblyFile(metalEmbed(b, opts).asm_file);
     for ([_][]const u8{ "Foundation", "Metal", "MetalKit" }) |fw| mod.linkFramework(fw, .{});
     mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
     mod.linkLibrary(base);
     addLoaderRPath(mod, .macos);
     return b.addLibrary(.{ .linkage = .dynamic, .name = "ggml-metal", .root_module = mod });
+}
+
+/// -Dvulkan=DIR (the folder `node scripts/vulkan_shaders.mjs` prints) or -Dvulkan=off; by default
+/// the folder the script last generated (.cache/vulkan-shaders/current, ignored by git), so that
+/// every `zig build` after `npm run setup` / `npm run build` includes Vulkan, and none without it.
+fn vulkanOption(b: *std.Build) ?[]const u8 {
+    const given = b.option([]const u8, "vulkan", "Folder of generated Vulkan shaders (`node scripts/vulkan_shaders.mjs` prints it) or `off` (default: .cache/vulkan-shaders/current when present): builds libggml-vulkan for Linux and Windows targets");
+    if (given) |v| return if (std.mem.eql(u8, v, "off")) null else v;
+    const current = ".cache/vulkan-shaders/current";
+    if (!pathExists(b, current ++ "/ggml-vulkan-shaders.S")) return null;
+    if (!pathExists(b, current ++ "/include/vulkan/vulkan.hpp")) {
+        std.debug.print("note: Vulkan backend skipped: the Vulkan headers are gone (install libvulkan-dev and run `node scripts/vulkan_shaders.mjs`)\n", .{});
+        return null;
+    }
+    return b.pathFromRoot(current);
+}
+
+/// The Vulkan loader's functions that ggml-vulkan.cpp calls by name (`nm -u` of the library).
+const vulkan_imports = [_][]const u8{ "vkGetInstanceProcAddr", "vkGetPhysicalDeviceFeatures2", "vkCmdCopyBuffer" };
+
+/// Vulkan: Linux on x86_64 and aarch64 (glibc, and musl when vulkan_musl: ~18 CPU-seconds and
+/// 27 MB per target, for Alpine's vulkan-loader; built and checked, not run on musl), Windows x86_64.
+const vulkan_musl = true;
+fn vulkanTarget(t: std.Target) bool {
+    return switch (t.os.tag) {
+        .linux => (t.cpu.arch == .x86_64 or t.cpu.arch == .aarch64) and (t.abi.isGnu() or (vulkan_musl and t.abi.isMusl())),
+        .windows => t.cpu.arch == .x86_64,
+        else => false,
+    };
+}
+
+/// The Vulkan backend as a dynamic backend library (libggml-vulkan.so, ggml-vulkan.dll), from the
+/// second pin's ggml-vulkan.cpp and the shaders in `gen` (scripts/vulkan_shaders.mjs: the SPIR-V
+/// blob with its assembly, the pointer tables, and include/ with the Vulkan headers, which are
+/// platform independent, so every target uses Debian's). It calls three functions of the Vulkan
+/// loader directly (`vulkan_imports`; every other one comes through vulkan.hpp's dynamic
+/// dispatcher), linked against a stub: on Linux a libvulkan.so.1 built here (never installed;
+/// passed as a file, not linkLibrary, which would put its cache folder in the RUNPATH, where a
+/// process run from the build root would load the stub) gives the DT_NEEDED; on Windows an import
+/// library for vulkan-1.dll made from a .def by `zig dlltool`. So no sysroot is needed, and on a
+/// machine without a Vulkan loader only this library fails to load.
+fn addVulkan(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.Step.Compile, optimize: std.builtin.OptimizeMode, gen: []const u8) *std.Build.Step.Compile {
+    const os = target.result.os.tag;
+    const mod = b.createModule(.{ .target = target, .optimize = optimize, .strip = optimize != .Debug, .link_libc = true, .link_libcpp = true });
+    addCommon(b, mod, os);
+    mod.addIncludePath(.{ .cwd_relative = gen });
+    mod.addSystemIncludePath(.{ .cwd_relative = b.pathJoin(&.{ gen, "include" }) });
+    mod.addCSourceFile(.{ .file = b.path(vendor ++ "/ggml-vulkan/ggml-vulkan.cpp"), .flags = &common_cxx_flags });
+    // The tables' generic names (add_data, mul_len, …) stay inside the library (ELF: hidden; the .S
+    // keeps them and the shaders out of a DLL's auto-export list).
+    mod.addCSourceFile(.{ .file = .{ .cwd_relative = b.pathJoin(&.{ gen, "ggml-vulkan-shaders.cpp" }) }, .flags = &(common_cxx_flags ++ [_][]const u8{"-fvisibility=hidden"}) });
+    mod.addCSourceFile(.{ .file = .{ .cwd_relative = b.pathJoin(&.{ gen, "ggml-vulkan-shaders.S" }) }, .flags = &.{} });
+    mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
+    mod.linkLibrary(base);
+    addLoaderRPath(mod, os);
+    const wf = b.addWriteFiles();
+    var def_text: std.ArrayList(u8) = .empty;
+    var stub_text: std.ArrayList(u8) = .empty;
+    def_text.appendSlice(b.allocator, "LIBRARY vulkan-1.dll\nEXPORTS\n") catch @panic("OOM");
+    for (vulkan_imports) |f| {
+        def_text.appendSlice(b.allocator, b.fmt("{s}\n", .{f})) catch @panic("OOM");
+        stub_text.appendSlice(b.allocator, b.fmt("void {s}(void) {{}}\n", .{f})) catch @panic("OOM");
+    }
+    if (os == .windows) {
+        const def = wf.add("vulkan-1.def", def_text.items);
+        const dlltool = b.addSystemCommand(&.{ b.graph.zig_exe, "dlltool", "-m", "i386:x86-64", "-d" });
+        dlltool.addFileArg(def);
+        dlltool.addArg("-l");
+        mod.addObjectFile(dlltool.addOutputFileArg("libvulkan-1.a"));
+    } else {
+        const stub_mod = b.createModule(.{ .target = target, .optimize = .ReleaseSmall, .strip = true });
+        stub_mod.addCSourceFile(.{ .file = wf.add("vulkan-stub.c", stub_text.items), .flags = &.{} });
+        const stub = b.addLibrary(.{ .linkage = .dynamic, .name = "vulkan", .version = .{ .major = 1, .minor = 0, .patch = 0 }, .root_module = stub_mod });
+        mod.addObjectFile(stub.getEmittedBin());
+    }
+    return b.addLibrary(.{ .linkage = .dynamic, .name = "ggml-vulkan", .root_module = mod });
 }
 
 fn addSmoke(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.Step.Compile, optimize: std.builtin.OptimizeMode) *std.Build.Step.Compile {

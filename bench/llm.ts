@@ -1,5 +1,5 @@
 /**
- * The Gemma 3 270M runner (examples/llm/) timed as bench/llm_peer.mjs times llama.cpp, so the
+ * The Gemma 3 270M runner (src/llm/) timed as bench/llm_peer.mjs times llama.cpp, so the
  * two print comparable figures: pp128 and pp512 (a prompt of 128 / 512 tokens from an empty KV
  * cache, tokens/s), tg128 (128 greedy single-token decodes from BOS, tokens/s), medians of
  * `reps` samples after one warm-up each, the same LCG token ids, the same thread count.
@@ -16,10 +16,10 @@
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { readGguf, systemInfo } from "../mod.ts";
-import { ensureModel } from "../examples/llm/fetch.ts";
-import { peakRss } from "../examples/llm/main.ts";
-import { type ForwardStats, GemmaModel } from "../examples/llm/model.ts";
-import { argmax } from "../examples/llm/sampler.ts";
+import { ensureModel } from "../src/llm/fetch.ts";
+import { peakRss } from "../src/llm/generate.ts";
+import { type ForwardStats, GemmaModel } from "../src/llm/model.ts";
+import { argmax } from "../src/llm/sampler.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

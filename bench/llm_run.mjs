@@ -52,7 +52,7 @@ const median = (xs) => {
 
 // The model is fetched once here, not raced by the first processes.
 log("fetching the model if needed");
-const fetched = spawnSync(process.execPath, ["--import", "tsx", "-e", "import('./examples/llm/fetch.ts').then((m) => m.ensureModel())"], { cwd: root, stdio: "inherit" });
+const fetched = spawnSync(process.execPath, ["--import", "tsx", "-e", "import('./src/llm/fetch.ts').then((m) => m.ensureModel())"], { cwd: root, stdio: "inherit" });
 if (fetched.status !== 0) throw new Error("the model fetch failed");
 const load = loadavg()[0];
 const runs = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));

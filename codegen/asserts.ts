@@ -370,12 +370,13 @@ export function scanFile(file: string, src: string): FileScan {
 
 }
 
+
 /** The source files the inventory reads: every C, C++ and Objective-C file and header below `dir`. */
 export function sourceFiles(dir: string): string[] {
   const out: string[] = [];
   for (const e of readdirSync(dir, { recursive: true })) {
-    const f = String(e);
-    if (/\.(c|cpp|h|m)$/.test(f)) out.push(f.split(sep).join("/"));
+    const f = String(e).split(sep).join("/");
+    if (/\.(c|cpp|h|m)$/.test(f)) out.push(f);
   }
   return out.sort();
 }
@@ -394,12 +395,56 @@ export interface TreeScan {
   readonly fileRefs: Map<string, Set<string>>;
 }
 
+/** Debug switches no build defines: code under them is compiled out, neither a site nor a call. */
+export const NEVER_DEFINED = new Set(["WSP_GGML_VULKAN_CHECK_RESULTS", "WSP_GGML_VULKAN_RUN_TESTS", "WSP_GGML_VULKAN_DEBUG", "WSP_GGML_VULKAN_MEMORY_DEBUG", "WSP_GGML_VULKAN_PERF"]);
+
+/**
+ * `src` with the lines of `#ifdef X` / `#if defined(X) || defined(Y)` branches blanked where
+ * every macro tested is in {@linkcode NEVER_DEFINED} (an `#else` branch is kept); line numbers stay.
+ */
+export function withoutDebugBlocks(src: string): string {
+  const lines = src.split("\n");
+  const stack: { dead: boolean; skip: boolean }[] = []; // skip: this #if is one of ours
+  const deadNow = () => stack.some((f) => f.dead);
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i].trim();
+    const m = /^#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)$/.exec(l);
+    if (m) {
+      const [, dir, rest] = m;
+      if (dir === "ifdef" || dir === "if") {
+        const names = dir === "ifdef" ? [rest.trim()] : [...rest.matchAll(/defined\s*\(?\s*(\w+)\s*\)?/g)].map((x) => x[1]);
+        const ours = names.length > 0 && names.every((n) => NEVER_DEFINED.has(n)) &&
+          (dir === "ifdef" || rest.replace(/defined\s*\(?\s*\w+\s*\)?|\|\||\s/g, "") === "");
+        const wasDead = deadNow();
+        stack.push({ dead: ours, skip: ours });
+        if (wasDead || ours) lines[i] = "";
+        continue;
+      }
+      if (dir === "ifndef") stack.push({ dead: false, skip: false });
+      else if (stack.length > 0 && (dir === "else" || dir === "elif")) {
+        const top = stack[stack.length - 1];
+        if (top.skip) {
+          top.dead = dir === "else" ? false : top.dead; // an #elif after ours: keep it dead (conservative: not a site)
+          lines[i] = "";
+          continue;
+        }
+      } else if (dir === "endif" && stack.length > 0) {
+        const top = stack.pop()!;
+        if (top.skip || deadNow()) lines[i] = "";
+        continue;
+      }
+    }
+    if (deadNow()) lines[i] = "";
+  }
+  return lines.join("\n");
+}
+
 export function scanTreeFull(dir: string): TreeScan {
   const sites: Site[] = [];
   const refs = new Map<string, Set<string>>();
   const fileRefs = new Map<string, Set<string>>();
   for (const f of sourceFiles(dir)) {
-    const r = scanFile(f, readFileSync(join(dir, f), "utf8"));
+    const r = scanFile(f, withoutDebugBlocks(readFileSync(join(dir, f), "utf8")));
     sites.push(...r.sites);
     for (const [k, v] of r.refs) {
       // A template specialisation `name<…>` is also reached by its plain name.

@@ -15,6 +15,7 @@ export const HEADERS: readonly { readonly file: string; readonly library: Librar
   { file: "ggml-cpu.h", library: "cpu" },
   { file: "ggml-opt.h", library: "base" },
   { file: "gguf.h", library: "base" },
+  { file: "ggml-rpc.h", library: "base" },
   { file: "ggml-metal.h", library: "metal" },
 ];
 
@@ -38,6 +39,7 @@ export const TARGETS: readonly { readonly triple: string; readonly libc: readonl
 export const SKIP: Readonly<Record<string, string>> = {
   wsp_ggml_abort: "variadic formatting helper (printf-style message, then abort())",
   wsp_ggml_format_name: "variadic formatting helper (printf-style name); use wsp_ggml_set_name",
+  wsp_ggml_backend_rpc_start_server: "serves forever on the calling thread and cannot be stopped; native/rpc_guard.cpp's wsp_rpc_server_start serves on a thread of its own (RpcServer)",
 };
 
 /**

@@ -21,7 +21,7 @@ import { apiDiff, formatDiff } from "./diff.ts";
 import { elfExports } from "./elf.ts";
 import { emitNumShims, emitShims } from "./emit_c.ts";
 import { emitBindings } from "./emit_ts.ts";
-import { emitOps } from "./emit_ops.ts";
+import { emitOps, spliceContext } from "./emit_ops.ts";
 import { emitCpuTypes, readCpuTypes } from "./emit_cpu_types.ts";
 import type { ApiIR } from "./ir.ts";
 import { parseApi } from "./parse.ts";
@@ -36,6 +36,7 @@ export const OUTPUTS = [
   "native/shim/num_cpu.gen.c",
   "src/core/ops.gen.ts",
   "src/backend/cpu_types.gen.ts",
+  "src/core/context.ts",
 ] as const;
 
 /** Parses the headers in `headersDir` for every target. */
@@ -104,6 +105,8 @@ export function generate(irs: readonly ApiIR[], cpuDir = join(ROOT, "vendor", "g
     ["native/shim/num_cpu.gen.c", num.cpu],
     ["src/core/ops.gen.ts", emitOps(ir)],
     ["src/backend/cpu_types.gen.ts", emitCpuTypes(readCpuTypes(cpuDir))],
+    // Handwritten but for the ops' declarations, which are spliced in (emit_ops.ts says why).
+    ["src/core/context.ts", spliceContext(readFileSync(join(ROOT, "src", "core", "context.ts"), "utf8"), ir)],
   ]);
 }
 

@@ -1,7 +1,9 @@
 /**
  * What this process runs on: wsp-ggml's version and provenance, the library
  * and CPU variant loaded, the CPU features that variant was compiled with,
- * and every backend, device and buffer type registered with ggml.
+ * every backend, device and buffer type registered with ggml, and the device
+ * `"auto"` picks (a GPU when there is one, else the CPU; `WSP_GGML_DEVICE`
+ * overrides it), which the demo and the LLM runner compute on.
  *
  *   deno run -A examples/devices.ts [--json]
  *   bun examples/devices.ts [--json]
@@ -10,9 +12,8 @@
  * @module
  */
 import process from "node:process";
-import { Backend, BackendDevType, backendRegs, systemInfo } from "../mod.ts";
+import { Backend, backendRegs, bestDevice, DEVICE_ENV, systemInfo } from "../mod.ts";
 
-const DEV_TYPES = new Map(Object.entries(BackendDevType).map(([k, v]) => [v as number, k]));
 const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
 
 /** Every registered backend and its devices, as plain data. */
@@ -20,16 +21,10 @@ export function listDevices() {
   return backendRegs().map((reg) => ({
     backend: reg.name,
     devices: reg.devices().map((d) => {
-      const p = d.props();
       const buft = d.bufferType;
-      return {
-        name: p.name,
-        description: p.description,
-        type: DEV_TYPES.get(p.type) ?? String(p.type),
-        memory: p.memory,
-        caps: p.caps,
-        bufferType: { name: buft.name, alignment: buft.alignment, isHost: buft.isHost, maxSize: buft.maxSize },
-      };
+      const info = d.info();
+      // The type as BackendDevType's key (CPU, GPU, IGPU, ACCEL), as this example has always printed it.
+      return { ...info, type: info.type.toUpperCase(), bufferType: { name: buft.name, alignment: buft.alignment, isHost: buft.isHost, maxSize: buft.maxSize } };
     }),
   }));
 }
@@ -38,9 +33,12 @@ function main(argv: string[]): number {
   const info = systemInfo();
   const regs = listDevices();
   using cpu = Backend.cpu({ nThreads: 1 });
-  const best = { name: cpu.name, alignment: cpu.alignment };
+  const cpuBackend = { name: cpu.name, alignment: cpu.alignment };
+  const dev = bestDevice();
+  using b = Backend.best({ nThreads: 1 });
+  const best = { device: dev.name, type: dev.typeName, backend: b.name, env: process.env[DEVICE_ENV] ?? null };
   if (argv.includes("--json")) {
-    console.log(JSON.stringify({ system: info, backends: regs, cpuBackend: best }, null, 1));
+    console.log(JSON.stringify({ system: info, backends: regs, cpuBackend, best }, null, 1));
     return 0;
   }
   console.log(`wsp-ggml ${info.version}: whisper.rn ${info.whisperRn}, ggml ${info.ggmlCommit} (${info.ggmlVersion})`);
@@ -57,7 +55,8 @@ function main(argv: string[]): number {
       console.log(`    buffer type ${d.bufferType.name} (alignment ${d.bufferType.alignment}, ${d.bufferType.isHost ? "host memory" : "device memory"})`);
     }
   }
-  console.log(`CPU backend: ${best.name}, tensor alignment ${best.alignment}`);
+  console.log(`CPU backend: ${cpuBackend.name}, tensor alignment ${cpuBackend.alignment}`);
+  console.log(`best device ("auto"${best.env ? `, ${DEVICE_ENV}=${best.env}` : ""}): ${best.device} [${best.type}], backend ${best.backend}`);
   return 0;
 }
 

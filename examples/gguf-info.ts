@@ -12,10 +12,12 @@
  * @module
  */
 import process from "node:process";
-import { type GgufEntry, GgufError, type GgufFile, GgufType, readGguf, Type } from "../mod.ts";
+import { type GgufEntry, GgufError, type GgufFile, GgufType, readGguf, type Type, typeName } from "../mod.ts";
 
 const GGUF_TYPE_NAMES = new Map(Object.entries(GgufType).map(([k, v]) => [v as number, k]));
-const TYPE_NAMES = new Map(Object.entries(Type).map(([k, v]) => [v as number, k]));
+
+/** ggml's name of a tensor type in gguf-dump's spelling: `Q4_K` for `q4_K`. */
+const tensorType = (type: Type) => typeName(type).toUpperCase();
 
 /** `UINT32`, or `[UINT32]` for an array of them. */
 function kvType(e: GgufEntry): string {
@@ -56,7 +58,7 @@ export function describe(f: GgufFile): Record<string, unknown> {
     })),
     tensors: f.tensors.map((t) => ({
       name: t.name,
-      type: TYPE_NAMES.get(t.type) ?? String(t.type),
+      type: tensorType(t.type),
       shape: t.shape,
       offset: t.offset,
       fileOffset: t.fileOffset,
@@ -85,7 +87,7 @@ export function report(f: GgufFile, all = false): string {
   lines.push(`${"#".padStart(6)}  ${"name".padEnd(24)} ${"type".padEnd(6)} ${"shape".padEnd(22)} ${"offset".padStart(10)} ${"bytes".padStart(10)}`);
   f.tensors.forEach((t, i) => {
     lines.push(
-      `${String(i + 1).padStart(6)}: ${t.name.padEnd(24)} ${(TYPE_NAMES.get(t.type) ?? String(t.type)).padEnd(6)} ${t.shape.join(" × ").padEnd(22)} ${String(t.offset).padStart(10)} ${String(t.nbytes).padStart(10)}`,
+      `${String(i + 1).padStart(6)}: ${t.name.padEnd(24)} ${tensorType(t.type).padEnd(6)} ${t.shape.join(" × ").padEnd(22)} ${String(t.offset).padStart(10)} ${String(t.nbytes).padStart(10)}`,
     );
   });
   return lines.join("\n");

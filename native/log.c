@@ -14,7 +14,7 @@
 // wsp_js_log_install) it calls the JS callback directly and synchronously. From any other
 // thread it copies the message into a bounded queue; the JS side drains the queue with
 // wsp_js_log_pop (pull, no JS re-entry) on the JS thread: before the next message logged on
-// the JS thread, after every non-blocking compute, and on demand (logFlush in src/log.ts).
+// the JS thread, after every non-blocking compute, and on demand (logFlush in src/runtime/log.ts).
 // With no JS callback installed it prints WARN and ERROR messages (and their continuations)
 // to stderr, from any thread, with no JS involved: the documented default.
 //

@@ -6,11 +6,13 @@
 //   2. vendor/ggml/ laid out from whisper.rn and checked against vendor/manifest.json
 //   3. the pinned zig (PyPI's ziglang) in .tools/ when not on PATH
 //   4. libclang for codegen (Debian's libclang1-14), when --libclang is given
-//   5. the host libraries in zig-out/lib (`zig build`; incremental)
+//   5. the Vulkan shaders (scripts/vulkan_shaders.mjs), when glslc and the Vulkan headers are there
+//   6. the host libraries in zig-out/lib (`zig build`; incremental; with libggml-vulkan after 5)
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { vulkanShaders, vulkanToolsProblem } from "./vulkan_shaders.mjs";
 import { ensureZig } from "./zig.mjs";
 
 /** The repository root. */
@@ -44,6 +46,15 @@ export async function setup({ log = console.log, libclang = true } = {}) {
     log("setup: installing libclang for codegen (scripts/install-libclang.sh)");
     const r = spawnSync("bash", [path.join(root, "scripts", "install-libclang.sh")], { stdio: "inherit" });
     if (r.status !== 0) log("setup: libclang could not be installed; codegen --check will say what to do");
+  }
+  // The Vulkan backend's shaders, once per content hash (scripts/vulkan_shaders.mjs): build.zig
+  // builds libggml-vulkan from them. Without glslc or the Vulkan headers the CPU build goes on.
+  const vkProblem = vulkanToolsProblem();
+  if (vkProblem) log(`setup: Vulkan backend skipped: ${vkProblem}`);
+  else {
+    const t = Date.now();
+    vulkanShaders({ log });
+    if (Date.now() - t > 1000) log(`setup: Vulkan shaders ready (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   }
   log("setup: building the host libraries (zig build)");
   const t0 = Date.now();

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm start`: set-up (vendor, zig, host build), then the main job: text generation with a
-// real model (examples/llm/main.ts: Gemma 3 270M, fetched on first use). `npm run demo` runs
-// the spiral training demo instead (examples/demo/main.ts).
+// real model (examples/llm/main.ts: the `wsp-ggml generate` command of src/cli/ over the runner
+// in src/llm/, Gemma 3 270M fetched on first use). `npm run demo` runs the spiral training demo
+// instead (examples/demo/main.ts). The whole command from a checkout: `npm run cli -- <command>`
+// (Node), `bun src/cli/bin.ts <command>`, `deno run -A src/cli/bin.ts <command>`.
 //
 //   npm start [-- flags]               generation on Node
 //   bun run start [-- flags]           on Bun (set-up on Node)

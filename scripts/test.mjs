@@ -136,17 +136,17 @@ async function main() {
     if (quick) {
       results.push({ step: "dist + cross smoke", passed: 0, failed: 0, skipped: 1, note: "--quick" });
     } else {
-      heading("cross-compile every target (zig build dist smoke-dist)");
+      heading("cross-compile every target (zig build dist smoke-dist metal-embed)");
       // zig's install never removes files: a variant left from an older build would be loaded.
-      for (const d of ["dist", "smoke"]) fs.rmSync(path.join(root, "zig-out", d), { recursive: true, force: true });
+      for (const d of ["dist", "smoke", "metal-embed"]) fs.rmSync(path.join(root, "zig-out", d), { recursive: true, force: true });
       const t0 = Date.now();
-      const dist = await run(zig, ["build", "dist", "smoke-dist"]);
+      const dist = await run(zig, ["build", "dist", "smoke-dist", "metal-embed"]);
       console.log(`dist built in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
       if (dist.code !== 0) {
         results.push({ step: "zig build dist", passed: 0, failed: 1, skipped: 0, note: `exit ${dist.code}` });
       } else {
         heading("dist artifacts and cross-target smoke (Node)");
-        const r = await run(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", "tests/native/dist.test.ts"]);
+        const r = await run(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", "tests/native/dist.test.ts", "tests/native/metal_embed.test.ts"]);
         const c = counts("node", r.out);
         if (r.code !== 0 && c.failed === 0) c.failed = 1;
         results.push({ step: "dist + cross smoke", ...c, note: "" });

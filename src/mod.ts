@@ -16,7 +16,7 @@
  */
 export { Context, type ContextOptions, graphOverhead, graphOverheadCustom, memoryStats, type MemoryStats, tensorOverhead } from "./core/context.ts";
 export { type HandleKind, handleStats, type HandleStats } from "./core/owned.ts";
-export { Tensor, type TensorData } from "./core/tensor.ts";
+export { type ArrayType, Tensor, type TensorData } from "./core/tensor.ts";
 export { type ComputeOptions, Graph } from "./core/graph.ts";
 export type { OpChecks } from "./core/ops.gen.ts";
 export * from "./core/errors.ts";
@@ -43,7 +43,7 @@ export {
 } from "./runtime/loader.ts";
 export type { TypeTraits } from "./runtime/runtime.ts";
 export * from "./gguf/mod.ts";
-export { canQuantize, dequantize, quantize, type QuantizeOptions, requiresImatrix, rowSize } from "./core/quantize.ts";
+export { canQuantize, dequantize, quantize, type QuantizeOptions, requiresImatrix, rowSize, typeName } from "./core/quantize.ts";
 export { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./runtime/version.ts";
 export { type BackendInfo, systemInfo, type SystemInfo } from "./runtime/system_info.ts";
 export { abortTrace, type LogCallback, logFlush, LogLevel, type LogOptions, logSet } from "./runtime/log.ts";
@@ -77,14 +77,21 @@ export {
   BackendReg,
   backendRegByName,
   backendRegs,
+  bestDevice,
+  type BestDeviceOptions,
   type CpuBackendOptions,
   Device,
+  DEVICE_ENV,
   deviceByName,
   deviceByType,
   type DeviceCaps,
+  type DeviceChoice,
+  type DeviceInfo,
   type DeviceMemory,
   type DeviceProps,
   devices,
+  deviceTypeName,
+  type DeviceTypeName,
   loadAllFromPath,
   loadBackend,
   Threadpool,
@@ -126,3 +133,19 @@ export {
   type OptSummary,
   type SgdParams,
 } from "./train/opt.ts";
+export {
+  isRpcBackend,
+  RPC_DEFAULT_PORT,
+  RPC_PROTOCOL_VERSION,
+  rpcBackend,
+  rpcCompute,
+  rpcComputeAsync,
+  rpcDevice,
+  rpcDeviceMemory,
+  rpcFaultCount,
+  rpcGuard,
+  rpcLastError,
+  RpcServer,
+  type RpcServerOptions,
+  setRpcTimeout,
+} from "./rpc/rpc.ts";

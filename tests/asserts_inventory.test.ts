@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { scanSource } from "../codegen/asserts.ts";
+import { scanSource, withoutDebugBlocks } from "../codegen/asserts.ts";
 import {
   checkMap,
   INVENTORY_PATH,
@@ -142,4 +142,28 @@ test("the reader attributes sites to functions, #define bodies, methods and #if 
     "f | unreachable",
     "f | abort_call",
   ]);
+});
+
+test("code under debug switches no build defines is neither a site nor a call; their #else branch is kept", () => {
+  const src = [
+    "void f(void) {",
+    "#ifdef WSP_GGML_VULKAN_CHECK_RESULTS",
+    "  WSP_GGML_ASSERT(debug_only);",
+    "#if X",
+    "  WSP_GGML_ASSERT(nested);",
+    "#endif",
+    "#else",
+    "  WSP_GGML_ASSERT(kept);",
+    "#endif",
+    "#if defined(WSP_GGML_VULKAN_RUN_TESTS) || defined(WSP_GGML_VULKAN_CHECK_RESULTS)",
+    "  WSP_GGML_ABORT(\"tests\");",
+    "#endif",
+    "#if defined(WSP_GGML_VULKAN_RUN_TESTS) || defined(SOMETHING_ELSE)",
+    "  WSP_GGML_ASSERT(maybe);",
+    "#endif",
+    "}",
+  ].join("\n");
+  const out = withoutDebugBlocks(src);
+  assert.equal(out.split("\n").length, src.split("\n").length, "line numbers kept");
+  assert.deepEqual(scanSource("f.c", out).map((s) => s.condition), ["kept", "maybe"]);
 });

@@ -1,15 +1,15 @@
-// The Gemma tokenizer of examples/llm/tokenizer.ts against llama.cpp itself: every string of
+// The Gemma tokenizer of src/llm/tokenizer.ts against llama.cpp itself: every string of
 // tests/fixtures/llm/llama_cpp.json (token ids that llama.cpp b6673 produced for the same GGUF,
 // written by tests/fixtures/llm/llama_cpp_fixture.mjs) must encode to exactly those ids, and
 // decode back to llama.cpp's text. Needs the Gemma 3 270M file in the model cache (skipped with a
-// message otherwise: `node --import tsx examples/llm/main.ts` or examples/llm/fetch.ts gets it).
+// message otherwise: `npm start` or src/llm/fetch.ts gets it).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readGguf } from "../mod.ts";
-import { Tokenizer, TokenType } from "../examples/llm/tokenizer.ts";
+import { Tokenizer, TokenType } from "../src/llm/tokenizer.ts";
 import { gemmaModel } from "./llm_model.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -2,11 +2,15 @@
 // The app of the `bun build --compile` example (build it with build.mts). It
 // imports wsp-ggml's Bun entry — what the "bun" condition of the npm
 // package's exports selects — and loads the libraries embedded in it.
-import { allocCtxTensors, Backend, Context, Gallocr, loadLibrary, systemInfo, tensorGet, tensorSet, Type } from "../../src/ffi/entry_bun.ts";
-import { extractLibraries } from "./embedded.mts";
+// In a project that installed wsp-ggml: `from "wsp-ggml"` and `from "wsp-ggml/compile"`.
+import { allocCtxTensors, Backend, Context, Gallocr, GgufType, GgufWriter, loadLibrary, readGguf, systemInfo, tensorGet, tensorSet, Type } from "../../src/ffi/entry_bun.ts";
+import { extractLibraries } from "../../src/ffi/compile.ts";
 import { libraries } from "./libs.gen.mts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
-loadLibrary({ path: await extractLibraries(libraries) });
+loadLibrary({ path: extractLibraries(libraries) });
 const ctx = new Context({ memSize: 16 << 20 });
 const a = ctx.newTensor2d(Type.F32, 3, 2).set(new Float32Array([1, 2, 3, 4, 5, 6]));
 const b = ctx.newTensor2d(Type.F32, 3, 2).set(new Float32Array([1, 0, 1, 0, 1, 0]));
@@ -42,6 +46,21 @@ g.free();
 w.free();
 cpu.free();
 
+// A GGUF file written and read back: its KV and its tensor's data.
+const tmp = mkdtempSync(join(tmpdir(), "wsp-ggml-app-"));
+let gguf: { name: string; w: number[] };
+try {
+  const writer = new GgufWriter();
+  writer.set("general.name", GgufType.STRING, "bun-compile").addTensor(a.setName("w")).write(join(tmp, "m.gguf"));
+  writer.free();
+  const file = readGguf(join(tmp, "m.gguf"));
+  const { context, tensors } = file.loadTensors();
+  gguf = { name: file.getString("general.name"), w: Array.from(tensors.get("w")!.get(Float32Array)) };
+  context.free();
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+
 const info = systemInfo();
-console.log(JSON.stringify({ c: Array.from(c.get(Float32Array)), asyncC, aborted, variant: info.cpuVariant.name, library: info.library.dir }));
+console.log(JSON.stringify({ c: Array.from(c.get(Float32Array)), asyncC, aborted, gguf, variant: info.cpuVariant.name, library: info.library.dir }));
 ctx.free();

@@ -1,7 +1,8 @@
 /**
- * The demo `npm start` runs: train a small MLP on interleaved spirals with
- * ggml-opt (AdamW) on the CPU backend through the scheduler, save it to GGUF,
- * read it back into a fresh context and evaluate it on held-out points.
+ * The demo `npm run demo` runs: train a small MLP on interleaved spirals with
+ * ggml-opt (AdamW) through the scheduler on the best device (a GPU when ggml
+ * has one, else the CPU; `--device` or `WSP_GGML_DEVICE` chooses), save it to
+ * GGUF, read it back into a fresh context and evaluate it on held-out points.
  *
  *   deno run -A examples/demo/main.ts [options]
  *   bun examples/demo/main.ts [options]
@@ -14,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
-import { GgufType, systemInfo } from "../../mod.ts";
+import { bestDevice, GgufType, systemInfo } from "../../mod.ts";
 import { spirals } from "./data.ts";
 import { accuracy, type Hyper, loadGguf, predict, saveGguf } from "./model.ts";
 import { reporter } from "./progress.ts";
@@ -30,6 +31,8 @@ export interface DemoOptions {
   readonly batch: number;
   readonly lr: number;
   readonly seed: number;
+  /** `auto` (a GPU if there is one, else the CPU), `cpu`, `gpu` or a device's name. */
+  readonly device: string;
   readonly out: string;
   readonly quiet: boolean;
 }
@@ -37,6 +40,8 @@ export interface DemoOptions {
 /** What the demo measured. */
 export interface DemoResult {
   readonly options: DemoOptions;
+  /** The device it trained on. */
+  readonly device: string;
   readonly trainPoints: number;
   readonly testPoints: number;
   /** Training loss and accuracy of the last epoch. */
@@ -61,14 +66,15 @@ export const DEFAULTS: DemoOptions = {
   batch: 32,
   lr: 0.005,
   seed: 1,
+  device: "auto",
   out: join(tmpdir(), "wsp-ggml-spiral-mlp.gguf"),
   quiet: false,
 };
 
 const HELP = `usage: main.ts [options]
 
-Trains a ${DEFAULTS.layers}-hidden-layer MLP on three interleaved spirals (ggml-opt, AdamW, CPU backend via the
-scheduler), saves it to GGUF, reloads it in a fresh context and evaluates it on held-out points.
+Trains a ${DEFAULTS.layers}-hidden-layer MLP on three interleaved spirals (ggml-opt, AdamW, through the scheduler
+on the best device), saves it to GGUF, reloads it in a fresh context and evaluates it on held-out points.
 
   --epochs N    passes over the training points (default ${DEFAULTS.epochs})
   --hidden N    units per hidden layer (default ${DEFAULTS.hidden})
@@ -77,6 +83,8 @@ scheduler), saves it to GGUF, reloads it in a fresh context and evaluates it on 
   --batch N     points per optimizer step (default ${DEFAULTS.batch})
   --lr X        AdamW learning rate (default ${DEFAULTS.lr})
   --seed N      seed of the data and the initial weights (default ${DEFAULTS.seed})
+  --device D    auto (a GPU if there is one, else the CPU; WSP_GGML_DEVICE overrides), cpu, gpu,
+                or a device's name as examples/devices.ts lists it (default ${DEFAULTS.device})
   --out PATH    the GGUF file to write (default ${DEFAULTS.out})
   --quiet       no per-epoch output
   --json        print the results as one JSON line at the end
@@ -88,7 +96,7 @@ export function parseOptions(argv: string[]): DemoOptions & { json: boolean; hel
     args: argv,
     options: {
       epochs: { type: "string" }, hidden: { type: "string" }, layers: { type: "string" }, threads: { type: "string" },
-      batch: { type: "string" }, lr: { type: "string" }, seed: { type: "string" }, out: { type: "string" },
+      batch: { type: "string" }, lr: { type: "string" }, seed: { type: "string" }, out: { type: "string" }, device: { type: "string" },
       quiet: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
   });
@@ -101,7 +109,7 @@ export function parseOptions(argv: string[]): DemoOptions & { json: boolean; hel
   if (!(lr > 0)) throw new Error(`--lr must be a positive number, got ${values.lr}`);
   return {
     epochs: int("epochs", 1), hidden: int("hidden", 1), layers: int("layers", 1), threads: int("threads", 1), batch: int("batch", 1),
-    seed: int("seed", 0), lr, out: values.out ?? DEFAULTS.out, quiet: values.quiet ?? false, json: values.json ?? false, help: values.help ?? false,
+    seed: int("seed", 0), lr, device: values.device ?? DEFAULTS.device, out: values.out ?? DEFAULTS.out, quiet: values.quiet ?? false, json: values.json ?? false, help: values.help ?? false,
   };
 }
 
@@ -113,14 +121,16 @@ export function runDemo(options: Partial<DemoOptions> = {}): DemoResult {
   const data = spirals({ seed: o.seed });
   const hp: Hyper = { inputs: 2, hidden: o.hidden, layers: o.layers, classes: data.classes };
   const info = systemInfo();
+  const device = bestDevice({ device: o.device });
   report.log(
     `wsp-ggml ${info.version} (ggml ${info.ggmlCommit.slice(0, 7)}) on ${info.runtime.name} ${info.runtime.version}, CPU variant ${info.cpuVariant.name}, ${o.threads} thread(s)`,
   );
+  report.log(`device: ${device.name} [${device.typeName}] ${device.description}${device.isGpu ? " (the CPU takes the ops it does not support)" : ""}`);
   report.log(`data: ${data.classes} spirals, ${data.train.n} training and ${data.test.n} held-out points (seed ${o.seed})`);
   report.log(`model: 2 → ${Array(o.layers).fill(o.hidden).join(" → ")} → ${data.classes} (relu), AdamW lr ${o.lr}, batch ${o.batch}, ${o.epochs} epochs`);
 
   const trained = train({
-    hp, data: data.train, epochs: o.epochs, batch: o.batch, lr: o.lr, threads: o.threads, seed: o.seed,
+    hp, data: data.train, epochs: o.epochs, batch: o.batch, lr: o.lr, threads: o.threads, seed: o.seed, device: o.device,
     onProgress: (p) => {
       report.update(p);
       if (p.batch === p.batches) report.epochDone(p);
@@ -129,6 +139,8 @@ export function runDemo(options: Partial<DemoOptions> = {}): DemoResult {
   const trainSeconds = (performance.now() - t0) / 1000;
   let testPred: Int32Array;
   const last = trained.history[trained.history.length - 1];
+  const trainedOn = trained.device;
+  if (trained.fallback) report.log(`device: ${trained.fallback}`);
   try {
     testPred = predict(trained.weights, hp, data.test.x, o.threads);
     saveGguf(o.out, trained.weights, hp, [
@@ -158,7 +170,7 @@ export function runDemo(options: Partial<DemoOptions> = {}): DemoResult {
   report.log(`held-out accuracy: trained ${pct(testAccuracy)}, reloaded from GGUF ${pct(reloadedAccuracy)} (${data.test.n} points${samePredictions ? ", identical predictions" : ", PREDICTIONS DIFFER"})`);
   report.log(`time: training ${trainSeconds.toFixed(1)} s, total ${totalSeconds.toFixed(1)} s`);
   return {
-    options: o, trainPoints: data.train.n, testPoints: data.test.n, trainLoss: last.loss, trainAccuracy: last.accuracy,
+    options: o, device: trainedOn, trainPoints: data.train.n, testPoints: data.test.n, trainLoss: last.loss, trainAccuracy: last.accuracy,
     testAccuracy, reloadedAccuracy, samePredictions, fileBytes: size, trainSeconds, totalSeconds,
   };
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Context, GgufType, GgufWriter, readGguf, type Tensor, tensorSet, Type } from "../../mod.ts";
+import { Context, GgufType, GgufWriter, readGguf, type Tensor, tensorGet, tensorSet, Type } from "../../mod.ts";
 import { gaussian, rng } from "./data.ts";
 
 /** The model's hyper-parameters (stored in the GGUF file as KVs). */
@@ -75,16 +75,25 @@ export function forward(ctx: Context, weights: Map<string, Tensor>, hp: Hyper, i
 
 /**
  * The predicted class of each point of `x` (`[inputs, n]` flattened): a
- * forward graph in a fresh context, computed on the CPU backend, with
- * ggml's `argmax` over the logits.
+ * forward graph in a fresh context, computed on the CPU, with ggml's
+ * `argmax` over the logits. The weights may be in any buffer (a GPU's
+ * too): they are read into the context first.
  */
 export function predict(weights: Map<string, Tensor>, hp: Hyper, x: Float32Array, nThreads: number): Int32Array {
   const n = x.length / hp.inputs;
-  // Data of every tensor: the input, mulMat + add (+ relu) per layer, the argmax; plus structs and a graph.
-  const floats = n * (hp.inputs + 3 * hp.layers * hp.hidden + 2 * hp.classes + 1);
-  using ctx = new Context({ memSize: 4 * floats + metaSize(8 + 3 * (hp.layers + 1)) + (1 << 20) });
+  // Data of every tensor: the weights, the input, mulMat + add (+ relu) per layer, the argmax; plus structs and a graph.
+  let weightFloats = 0;
+  for (const t of weights.values()) weightFloats += t.nelements;
+  const floats = weightFloats + n * (hp.inputs + 3 * hp.layers * hp.hidden + 2 * hp.classes + 1);
+  using ctx = new Context({ memSize: 4 * floats + metaSize(8 + 5 * (hp.layers + 1)) + (1 << 20) });
+  const host = new Map<string, Tensor>();
+  for (const [name, t] of weights) {
+    // A tensor in a backend buffer is read through its backend; one in a context's memory directly.
+    const data = t.context.noAlloc ? tensorGet(t) as Float32Array : t.get(Float32Array);
+    host.set(name, ctx.newTensor(Type.F32, t.shape.slice(0, Math.max(1, t.nDims))).setName(name).set(data));
+  }
   const input = ctx.newTensor2d(Type.F32, hp.inputs, n).setName("input").set(x);
-  const pred = ctx.argmax(forward(ctx, weights, hp, input));
+  const pred = ctx.argmax(forward(ctx, host, hp, input));
   ctx.newGraph().buildForwardExpand(pred).compute({ nThreads });
   return Int32Array.from(pred.get(Int32Array));
 }

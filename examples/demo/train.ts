@@ -1,10 +1,24 @@
 /**
- * Training the demo model with ggml-opt (AdamW, cross-entropy) on the CPU
- * backend through the scheduler.
+ * Training the demo model with ggml-opt (AdamW, cross-entropy) through the
+ * scheduler, on the best device (a GPU when ggml has one, else the CPU) with
+ * the CPU backend as the fallback for the ops the device does not support.
  *
  * @module
  */
-import { allocCtxTensors, Backend, Context, graphOverheadCustom, OptContext, OptDataset, OptLossType, OptResult, Sched, type Tensor, Type } from "../../mod.ts";
+import {
+  allocCtxTensors,
+  Backend,
+  type DeviceChoice,
+  Context,
+  graphOverheadCustom,
+  OptContext,
+  OptDataset,
+  OptLossType,
+  OptResult,
+  Sched,
+  type Tensor,
+  Type,
+} from "../../mod.ts";
 import type { Split } from "./data.ts";
 import { createWeights, forward, type Hyper, initWeights, metaSize } from "./model.ts";
 
@@ -35,14 +49,26 @@ export interface TrainOptions {
   readonly batch: number;
   /** AdamW learning rate. */
   readonly lr: number;
+  /** CPU threads (of the CPU backend, the device or the fallback). */
   readonly threads: number;
   readonly seed: number;
+  /**
+   * Where to train: `"auto"` (default: a GPU if there is one and it computes the loss, else the CPU;
+   * `WSP_GGML_DEVICE` overrides), `"cpu"`, `"gpu"` or a device's name.
+   */
+  readonly device?: DeviceChoice;
+  /** The loss: cross-entropy over the softmax (default), or the mean squared error against the one-hot labels. */
+  readonly loss?: "cross-entropy" | "mse";
   readonly onProgress?: (p: Progress) => void;
 }
 
-/** A trained model: its weights live in a CPU backend buffer until `free()`. */
+/** A trained model: its weights live in a buffer of the device it was trained on until `free()`. */
 export interface Trained {
   readonly weights: Map<string, Tensor>;
+  /** The device it was trained on (`CPU`, `Vulkan0`, …). */
+  readonly device: string;
+  /** Why it was not the device asked for ("auto" chose a GPU that cannot compute the loss), or null. */
+  readonly fallback: string | null;
   /** Loss and accuracy of each epoch (training data, as seen during the epoch). */
   readonly history: { loss: number; accuracy: number }[];
   free(): void;
@@ -50,9 +76,24 @@ export interface Trained {
 
 /** Trains a fresh model of `hp` on `data` (weights initialised from `seed`). */
 export function train(o: TrainOptions): Trained {
-  const backend = Backend.cpu({ nThreads: o.threads });
-  const sched = new Sched({ backends: [backend] });
-  // Weights and the input batch: allocated once, in a CPU backend buffer.
+  const lossType = o.loss === "mse" ? OptLossType.MEAN_SQUARED_ERROR : OptLossType.CROSS_ENTROPY;
+  let backend = Backend.best({ device: o.device, nThreads: o.threads });
+  // ggml-opt keeps the loss, the predictions and the count of correct ones in a buffer of the scheduler's first
+  // backend, which must compute them (ggml aborts otherwise): a device that cannot is passed over for the CPU
+  // when chosen by "auto", and refused when named.
+  let fallback: string | null = null;
+  const missing = backend.isCpu ? null : lossSupport(backend, lossType, o.hp.classes, o.batch);
+  if (missing !== null) {
+    const why = `${backend.device.name} cannot compute ${missing}, which ggml-opt runs on the first backend`;
+    backend.free();
+    if (o.device !== undefined && o.device !== "auto") throw new Error(`train: ${why}`);
+    fallback = `${why}: training on the CPU`;
+    backend = Backend.cpu({ nThreads: o.threads });
+  }
+  // The scheduler runs each op on the first backend that supports it; the CPU backend, last, takes the rest.
+  const cpu = backend.isCpu ? backend : Backend.cpu({ nThreads: o.threads });
+  const sched = new Sched({ backends: cpu === backend ? [backend] : [backend, cpu] });
+  // Weights and the input batch: allocated once, in a buffer of the device.
   const ctxStatic = new Context({ memSize: metaSize(16), noAlloc: true });
   const weights = createWeights(ctxStatic, o.hp);
   const input = ctxStatic.newTensor2d(Type.F32, o.hp.inputs, o.batch).setName("input").setInput();
@@ -69,7 +110,7 @@ export function train(o: TrainOptions): Trained {
     .setLabels(o.data.onehot.subarray(0, nTrain * o.hp.classes));
   using opt = new OptContext({
     sched, ctxCompute, inputs: input, outputs: logits,
-    loss: OptLossType.CROSS_ENTROPY,
+    loss: lossType,
     optimizer: { type: "adamw", alpha: o.lr },
   });
 
@@ -89,6 +130,8 @@ export function train(o: TrainOptions): Trained {
   }
   return {
     weights,
+    device: backend.device.name,
+    fallback,
     history,
     free() {
       ctxCompute.free();
@@ -96,6 +139,20 @@ export function train(o: TrainOptions): Trained {
       buf.free();
       ctxStatic.free();
       backend.free();
+      if (cpu !== backend) cpu.free();
     },
   };
+}
+
+/** The first of the ops ggml-opt computes in the first backend's buffer for `loss` that `backend` cannot run, or null. */
+function lossSupport(backend: Backend, loss: OptLossType, classes: number, batch: number): string | null {
+  using ctx = new Context({ memSize: metaSize(16), noAlloc: true });
+  const out = ctx.newTensor2d(Type.F32, classes, batch), labels = ctx.newTensor2d(Type.F32, classes, batch);
+  const pred = ctx.argmax(out);
+  const ops: [string, Tensor][] = [
+    loss === OptLossType.CROSS_ENTROPY ? ["CROSS_ENTROPY_LOSS", ctx.crossEntropyLoss(out, labels)] : ["SUM", ctx.sum(ctx.sqr(ctx.sub(out, labels)))],
+    ["ARGMAX", pred],
+    ["COUNT_EQUAL", ctx.countEqual(pred, ctx.argmax(labels))],
+  ];
+  return ops.find(([, t]) => !backend.supportsOp(t))?.[0] ?? null;
 }

@@ -6,6 +6,7 @@
 import process from "node:process";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createRng } from "../../src/llm/sampler.ts";
 
 /** Whether the module of `meta` is the program (Deno and Bun say so; on Node, compare the script path). */
 export function isProgram(meta: ImportMeta): boolean {
@@ -17,15 +18,8 @@ export function isProgram(meta: ImportMeta): boolean {
 /**
  * A seeded pseudo-random generator (mulberry32): numbers in [0, 1) from a
  * 32-bit state in integer steps only, so a seed gives the same numbers on
- * every runtime.
+ * every runtime. The LLM sampler's generator (`createRng` of `wsp-ggml/llm`).
  */
 export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return createRng(seed);
 }

@@ -11,6 +11,7 @@
 #include "ggml-cpu.h"
 #include "ggml-opt.h"
 #include "gguf.h"
+#include "ggml-rpc.h"
 
 #if defined(_WIN32)
 // mingw exports every non-static function of a DLL that has no dllexport.
@@ -192,7 +193,7 @@ static const struct wsp_shim_probe wsp_shim_probes[] = {
 };
 
 /**
- * What the compiler says about a record of src/bindings.gen.ts's layouts:
+ * What the compiler says about a record of src/ffi/bindings.gen.ts's layouts:
  * what = 0 sizeof, 1 _Alignof (field NULL); 2 offsetof, 3 sizeof (of field).
  * Returns -1 when the record or field is unknown.
  */

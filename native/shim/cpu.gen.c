@@ -11,6 +11,7 @@
 #include "ggml-cpu.h"
 #include "ggml-opt.h"
 #include "gguf.h"
+#include "ggml-rpc.h"
 
 #if defined(_WIN32)
 // mingw exports every non-static function of a DLL that has no dllexport.

@@ -11,6 +11,7 @@
 #include "ggml-cpu.h"
 #include "ggml-opt.h"
 #include "gguf.h"
+#include "ggml-rpc.h"
 
 #if defined(_WIN32)
 // mingw exports every non-static function of a DLL that has no dllexport.
@@ -2632,4 +2633,34 @@ WSP_SHIM_API double wsp_num_gguf_get_meta_size(double ctx) {
 /** wsp_gguf_get_meta_data, pointers and 64-bit integers as doubles. */
 WSP_SHIM_API void wsp_num_gguf_get_meta_data(double ctx, double data) {
     wsp_gguf_get_meta_data((const struct wsp_gguf_context *)(uintptr_t)ctx, (void *)(uintptr_t)data);
+}
+
+/** wsp_ggml_backend_rpc_init, pointers and 64-bit integers as doubles. */
+WSP_SHIM_API double wsp_num_ggml_backend_rpc_init(double endpoint) {
+    return (double)(uintptr_t)wsp_ggml_backend_rpc_init((const char *)(uintptr_t)endpoint);
+}
+
+/** wsp_ggml_backend_is_rpc, pointers and 64-bit integers as doubles. */
+WSP_SHIM_API _Bool wsp_num_ggml_backend_is_rpc(double backend) {
+    return wsp_ggml_backend_is_rpc((wsp_ggml_backend_t)(uintptr_t)backend);
+}
+
+/** wsp_ggml_backend_rpc_buffer_type, pointers and 64-bit integers as doubles. */
+WSP_SHIM_API double wsp_num_ggml_backend_rpc_buffer_type(double endpoint) {
+    return (double)(uintptr_t)wsp_ggml_backend_rpc_buffer_type((const char *)(uintptr_t)endpoint);
+}
+
+/** wsp_ggml_backend_rpc_get_device_memory, pointers and 64-bit integers as doubles. */
+WSP_SHIM_API void wsp_num_ggml_backend_rpc_get_device_memory(double endpoint, double free, double total) {
+    wsp_ggml_backend_rpc_get_device_memory((const char *)(uintptr_t)endpoint, (size_t *)(uintptr_t)free, (size_t *)(uintptr_t)total);
+}
+
+/** wsp_ggml_backend_rpc_reg, pointers and 64-bit integers as doubles. */
+WSP_SHIM_API double wsp_num_ggml_backend_rpc_reg(void) {
+    return (double)(uintptr_t)wsp_ggml_backend_rpc_reg();
+}
+
+/** wsp_ggml_backend_rpc_add_device, pointers and 64-bit integers as doubles. */
+WSP_SHIM_API double wsp_num_ggml_backend_rpc_add_device(double endpoint) {
+    return (double)(uintptr_t)wsp_ggml_backend_rpc_add_device((const char *)(uintptr_t)endpoint);
 }

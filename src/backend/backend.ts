@@ -14,6 +14,7 @@ import { INTERNAL, internal } from "../core/brand.ts";
 import { BackendDevType, layouts, MAX_N_THREADS, SchedPriority, Status } from "../ffi/bindings.gen.ts";
 import { int, member } from "../core/args.ts";
 import { ArgumentError, BusyError, ComputeError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
+import process from "node:process";
 import { cString } from "../ffi/mod.ts";
 import { ffi, keepAlive } from "../runtime/loader.ts";
 import { logFlush } from "../runtime/log.ts";
@@ -68,7 +69,7 @@ export class Device {
   /** The native `wsp_ggml_backend_dev_t`. */
   readonly pointer: number;
 
-  /** @internal Devices come from {@linkcode devices}, {@linkcode deviceByName}, {@linkcode Backend.device}. */
+  /** @ignore @internal Devices come from {@linkcode devices}, {@linkcode deviceByName}, {@linkcode Backend.device}. */
   constructor(pointer: number, token?: symbol) {
     internal("Device", token, "devices(), deviceByName() or backend.device");
     this.pointer = pointer;
@@ -87,6 +88,23 @@ export class Device {
   /** A {@linkcode BackendDevType} value (`wsp_ggml_backend_dev_type`). */
   get type(): BackendDevType {
     return sym().wsp_ggml_backend_dev_type(this.pointer) as BackendDevType;
+  }
+
+  /** The type's short name: `"cpu"`, `"gpu"`, `"igpu"` or `"accel"`. */
+  get typeName(): DeviceTypeName {
+    return deviceTypeName(this.type);
+  }
+
+  /** Whether it is a GPU, discrete or integrated (what `"auto"` prefers, {@linkcode bestDevice}). */
+  get isGpu(): boolean {
+    const t = this.type;
+    return t === BackendDevType.GPU || t === BackendDevType.IGPU;
+  }
+
+  /** Everything about the device as plain data (for printing or JSON): {@linkcode props} with the type's name and the backend library's name. */
+  info(): DeviceInfo {
+    const p = this.props();
+    return { name: p.name, description: p.description, type: deviceTypeName(p.type), backend: this.reg.name, memory: p.memory, deviceId: p.deviceId, caps: p.caps };
   }
 
   /** Free and total memory (`wsp_ggml_backend_dev_memory`). */
@@ -166,7 +184,7 @@ export class BackendReg {
   /** The native `wsp_ggml_backend_reg_t`. */
   readonly pointer: number;
 
-  /** @internal Registry entries come from {@linkcode backendRegs} and {@linkcode backendRegByName}. */
+  /** @ignore @internal Registry entries come from {@linkcode backendRegs} and {@linkcode backendRegByName}. */
   constructor(pointer: number, token?: symbol) {
     internal("BackendReg", token, "backendRegs() or backendRegByName()");
     this.pointer = pointer;
@@ -217,9 +235,122 @@ export function deviceByName(name: string): Device | null {
 
 /** The first device of a {@linkcode BackendDevType}, or null. */
 export function deviceByType(type: BackendDevType): Device | null {
-  member("type", type, BackendDevType, "BackendDevType");
+  member("deviceByType: type", type, BackendDevType, "BackendDevType");
   const p = sym().wsp_ggml_backend_dev_by_type(type);
   return p === 0 ? null : new Device(p, INTERNAL);
+}
+
+/** A device type's short name, as {@linkcode Device.typeName} gives it. */
+export type DeviceTypeName = "cpu" | "gpu" | "igpu" | "accel";
+
+const TYPE_NAMES: readonly DeviceTypeName[] = ["cpu", "gpu", "igpu", "accel"];
+
+/** The short name of a {@linkcode BackendDevType} value (`"cpu"`, `"gpu"`, `"igpu"`, `"accel"`). */
+export function deviceTypeName(type: BackendDevType): DeviceTypeName {
+  const n = TYPE_NAMES[type];
+  if (n === undefined) throw new ArgumentError(`deviceTypeName: ${type} is not a BackendDevType`);
+  return n;
+}
+
+/** A device as plain data ({@linkcode Device.info}): what `examples/devices.ts` and `wsp-ggml info` print. */
+export interface DeviceInfo {
+  /** Short name (`CPU`, `Vulkan0`, …): what {@linkcode bestDevice} and {@linkcode deviceByName} take. */
+  readonly name: string;
+  /** What it is (a CPU's or a GPU's model name). */
+  readonly description: string;
+  /** The kind of device. */
+  readonly type: DeviceTypeName;
+  /** The backend library it belongs to (`CPU`, `Vulkan`, …). */
+  readonly backend: string;
+  /** Free and total memory, in bytes. */
+  readonly memory: DeviceMemory;
+  /** A stable identifier where the backend has one (a PCI bus id), else null. */
+  readonly deviceId: string | null;
+  /** Capabilities. */
+  readonly caps: DeviceCaps;
+}
+
+/**
+ * Which device to compute on:
+ * - `"auto"`: a GPU if there is one, else an integrated GPU, else the CPU
+ *   (node-llama-cpp's `gpu: "auto"`; the {@linkcode DEVICE_ENV} environment
+ *   variable, when set, decides instead);
+ * - `"cpu"`: the CPU;
+ * - `"gpu"`: the first GPU or integrated GPU (an error when there is none);
+ * - a device's name (`"Vulkan0"`, case-insensitive), or a {@linkcode Device}.
+ */
+export type DeviceChoice = "auto" | "cpu" | "gpu" | (string & {}) | Device;
+
+/**
+ * The environment variable that overrides the `"auto"` device choice of
+ * {@linkcode bestDevice} and {@linkcode Backend.best}: `cpu`, `gpu`, `auto`
+ * or a device's name. An explicit choice in code (anything but `"auto"`) wins over it.
+ */
+export const DEVICE_ENV = "WSP_GGML_DEVICE";
+
+/** Options of {@linkcode bestDevice}. */
+export interface BestDeviceOptions {
+  /** The choice; default `"auto"`. */
+  readonly device?: DeviceChoice;
+  /** Whether {@linkcode DEVICE_ENV} may override `"auto"`; default true. */
+  readonly env?: boolean;
+}
+
+/** @ignore @internal The value of {@linkcode DEVICE_ENV}, or undefined (no environment access is not an error). */
+export function deviceEnv(): string | undefined {
+  try {
+    const v = process.env[DEVICE_ENV];
+    return v === undefined || v.trim() === "" ? undefined : v.trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * @ignore @internal The index in `list` (ggml's device order) of the device
+ * `choice` names; a pure function, so that the choice among GPUs can be
+ * tested on a machine without one.
+ *
+ * @throws {ArgumentError} for a name no device has, or "gpu" with no GPU
+ */
+export function pickDevice(list: readonly { readonly name: string; readonly type: number }[], choice: string): number {
+  const c = choice.trim().toLowerCase();
+  const have = () => list.map((d) => `${d.name} (${TYPE_NAMES[d.type] ?? d.type})`).join(", ") || "none";
+  const first = (type: number) => list.findIndex((d) => d.type === type);
+  if (c === "cpu") {
+    const i = first(BackendDevType.CPU);
+    if (i < 0) throw new ArgumentError(`bestDevice: no CPU device (have: ${have()})`);
+    return i;
+  }
+  if (c === "auto" || c === "gpu") {
+    for (const type of [BackendDevType.GPU, BackendDevType.IGPU]) {
+      const i = first(type);
+      if (i >= 0) return i;
+    }
+    if (c === "gpu") throw new ArgumentError(`bestDevice: no GPU device (have: ${have()}); choose "auto" or "cpu"`);
+    return pickDevice(list, "cpu");
+  }
+  const i = list.findIndex((d) => d.name.toLowerCase() === c);
+  if (i < 0) throw new ArgumentError(`bestDevice: no device called ${JSON.stringify(choice)} (have: ${have()}; or "auto", "cpu", "gpu")`);
+  return i;
+}
+
+/**
+ * The device to compute on (see {@linkcode DeviceChoice}): by default a GPU
+ * when ggml has one registered, else the CPU; {@linkcode DEVICE_ENV} can
+ * override the default. Accelerator devices (BLAS, AMX) are never picked
+ * by `"auto"`: they compute a few ops beside the CPU, not whole graphs.
+ *
+ * @throws {ArgumentError} for a name no device has, or `"gpu"` with no GPU
+ */
+export function bestDevice(options: BestDeviceOptions = {}): Device {
+  const choice = options.device ?? "auto";
+  if (choice instanceof Device) return choice;
+  if (typeof choice !== "string") throw new ArgumentError(`bestDevice: device must be "auto", "cpu", "gpu", a device name or a Device, got ${typeof choice}`);
+  const env = options.env ?? true;
+  const effective = choice.trim().toLowerCase() === "auto" && env ? deviceEnv() ?? "auto" : choice;
+  const list = devices();
+  return list[pickDevice(list.map((d) => ({ name: d.name, type: d.type })), effective)];
 }
 
 /**
@@ -247,29 +378,53 @@ export function loadAllFromPath(dir: string): BackendReg[] {
   return backendRegs().filter((r) => !before.has(r.pointer));
 }
 
-/** @internal The native pointer of an operand, checked to be a live tensor. */
+/** @ignore @internal The native pointer of an operand, checked to be a live tensor. */
 export function tensorPtr(what: string, tensor: Tensor): number {
   if (!(tensor instanceof Tensor)) throw new ArgumentError(`${what}: expected a Tensor, got ${tensor === null ? "null" : typeof tensor}`);
   tensor.context._pool(what);
   return tensor._ptr;
 }
 
-/** @internal Whether a device of `type` that answers `native` supports `t` (the CPU kernels' type table too). */
+/** @ignore @internal Whether a device of `type` that answers `native` supports `t` (the CPU kernels' type table too). */
 export function supports(type: number, native: boolean, t: Tensor): boolean {
   return native && (type !== BackendDevType.CPU || cpuHandlesTypes(t));
 }
 
-/** @internal The backend buffer of a tensor (`view_src->buffer` for views), 0 when none. */
+/** @ignore @internal The backend buffer of a tensor (`view_src->buffer` for views), 0 when none. */
 export function bufferOf(t: Tensor): number {
   const src = t.viewSrc ?? t;
   return ffi.readPointer(src._ptr, TENSOR.buffer.offset);
 }
 
-/** @internal Every tensor a graph reads or writes: its nodes and their sources. */
+/**
+ * @ignore @internal The sources of `node` that are tensors of live contexts. A scheduler over
+ * several backends points a node's sources at its own copies of them (made in a context of its
+ * own, not one of this library's: ggml's `split_graph` rewrites `node->src[j]`), which are left out.
+ */
+export function sourcesOf(node: Tensor): Tensor[] {
+  try {
+    return node.src;
+  } catch (e) {
+    if (!(e instanceof UseAfterFreeError)) throw e;
+  }
+  const out: Tensor[] = [];
+  for (let i = 0; i < TENSOR.src.length; i++) {
+    const p = ffi.readPointer(node._ptr, TENSOR.src.offset + 8 * i);
+    if (p === 0) continue;
+    try {
+      out.push(node.context._resolve(p));
+    } catch (e) {
+      if (!(e instanceof UseAfterFreeError) || !/belongs to no live context/.test(e.message)) throw e;
+    }
+  }
+  return out;
+}
+
+/** @ignore @internal Every tensor a graph reads or writes: its nodes and their sources. */
 export function graphTensors(graph: Graph): Tensor[] {
   const seen = new Map<number, Tensor>();
   for (const n of graph.nodes()) {
-    for (const s of n.src) seen.set(s._ptr, s);
+    for (const s of sourcesOf(n)) seen.set(s._ptr, s);
     seen.set(n._ptr, n);
   }
   return [...seen.values()];
@@ -303,11 +458,11 @@ class AbortFlag {
 }
 
 let abortFlags: AbortFlag[] | undefined;
-/** @internal An abort flag (reused: contexts are not freed). */
+/** @ignore @internal An abort flag (reused: contexts are not freed). */
 export function takeAbortFlag(): AbortFlag {
   return (abortFlags ??= []).pop() ?? new AbortFlag();
 }
-/** @internal Returns a flag to the pool, cleared. */
+/** @ignore @internal Returns a flag to the pool, cleared. */
 export function giveAbortFlag(f: AbortFlag): void {
   f.set(false);
   abortFlags!.push(f);
@@ -320,7 +475,7 @@ export interface AsyncComputeOptions {
   readonly signal?: AbortSignal;
 }
 
-/** @internal Runs a native compute off the JS thread, aborting it through `flag` when `signal` fires. */
+/** @ignore @internal Runs a native compute off the JS thread, aborting it through `flag` when `signal` fires. */
 export async function runAbortable(
   what: string,
   flag: AbortFlag,
@@ -341,11 +496,22 @@ export async function runAbortable(
   checkStatus(what, status);
 }
 
-/** @internal Throws a {@linkcode ComputeError} for a failure status. */
+/** @ignore @internal Throws a {@linkcode ComputeError} for a failure status. */
 export function checkStatus(what: string, status: number): void {
   if (status !== Status.SUCCESS) {
-    throw new ComputeError(`${what} failed: ${str(sym().wsp_ggml_status_to_string(status))}`, status);
+    const e = new ComputeError(`${what} failed: ${str(sym().wsp_ggml_status_to_string(status))}`, status);
+    throw computeFaultHook?.(e) ?? e;
   }
+}
+
+let computeFaultHook: ((e: ComputeError) => Error | undefined) | undefined;
+
+/**
+ * @ignore @internal Lets the RPC module (src/rpc/) turn a failed compute that a lost or
+ * lying server caused into its own error, without backend.ts depending on it.
+ */
+export function _setComputeFaultHook(hook: (e: ComputeError) => Error | undefined): void {
+  computeFaultHook = hook;
 }
 
 /** Options of {@linkcode Backend.cpu}. */
@@ -371,7 +537,7 @@ export class Backend {
   /** How a threadpool refers to the backends it is attached to: weakly, so that it keeps none of them alive. */
   readonly #self = new WeakRef(this);
 
-  /** @internal Backends come from {@linkcode Backend.cpu}, {@linkcode Backend.initByName}, … */
+  /** @ignore @internal Backends come from {@linkcode Backend.cpu}, {@linkcode Backend.initByName}, … */
   constructor(ptr: number, token?: symbol) {
     internal("Backend", token, "Backend.cpu(), Backend.initByName(), Backend.initBest() or device.init()");
     const s = sym();
@@ -414,12 +580,39 @@ export class Backend {
    * @throws {ArgumentError} when no device has that type
    */
   static initByType(type: BackendDevType, params?: string): Backend {
-    member("type", type, BackendDevType, "BackendDevType");
+    member("initByType: type", type, BackendDevType, "BackendDevType");
     const c = params === undefined ? null : cString(params);
     const p = sym().wsp_ggml_backend_init_by_type(type, c ? ffi.addressOf(c) : 0);
     keepAlive(c);
     if (p === 0) throw new ArgumentError(`initByType: no device of type ${type}`);
     return new Backend(p, INTERNAL);
+  }
+
+  /**
+   * A backend on the device {@linkcode bestDevice} picks: by default a GPU
+   * when there is one, else the CPU ({@linkcode DEVICE_ENV} overrides the
+   * default; `options.device` chooses: `"cpu"`, `"gpu"`, a name, a
+   * {@linkcode Device}). A CPU backend gets `nThreads` and `threadpool`; on
+   * another device they are ignored (give them to the CPU fallback backend
+   * of a {@linkcode Sched} instead).
+   *
+   * @throws {ArgumentError} for a device name no device has, or `"gpu"` with no GPU
+   * @throws {GgmlError} when the device cannot create a backend
+   */
+  static best(options: BestDeviceOptions & CpuBackendOptions = {}): Backend {
+    const dev = bestDevice(options);
+    if (dev.type === BackendDevType.CPU) {
+      const b = dev.init();
+      try {
+        if (options.nThreads !== undefined) b.setNThreads(options.nThreads);
+        if (options.threadpool !== undefined) b.setThreadpool(options.threadpool);
+      } catch (e) {
+        b.free();
+        throw e;
+      }
+      return b;
+    }
+    return dev.init();
   }
 
   /** The best backend there is: a GPU, else an integrated GPU, else the CPU (`wsp_ggml_backend_init_best`). */
@@ -439,7 +632,7 @@ export class Backend {
     return this.#h.ptr === 0;
   }
 
-  /** @internal The pointer, or a {@linkcode UseAfterFreeError}. */
+  /** @ignore @internal The pointer, or a {@linkcode UseAfterFreeError}. */
   _live(what: string): number {
     if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the backend was freed`);
     return this.#h.ptr;
@@ -501,8 +694,8 @@ export class Backend {
    * @throws {UnsupportedOpError} on a backend that is not a CPU one
    */
   setNThreads(nThreads: number): this {
-    int("nThreads", nThreads);
-    if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
+    int("setNThreads: nThreads", nThreads);
+    if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`setNThreads: nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
     if (!this.isCpu) throw new UnsupportedOpError(`setNThreads: ${this.name} is not a CPU backend`);
     sym().wsp_ggml_backend_cpu_set_n_threads(this.pointer, nThreads);
     return this;
@@ -567,20 +760,25 @@ export class Backend {
    * (Deno `nonblocking`, koffi `.async`, a worker on Bun). The graph and its
    * tensors must not be changed until the promise settles, and the backend
    * computes one graph at a time. An aborted `signal` stops the compute
-   * between two nodes (CPU backends) and rejects with the signal's reason.
+   * between two nodes (CPU backends) and rejects with the signal's reason;
+   * a backend ggml cannot interrupt (a GPU one) finishes the graph, then
+   * the promise rejects with the reason.
    */
   async graphComputeAsync(graph: Graph, options: AsyncComputeOptions = {}): Promise<void> {
     const ptr = this._live("graphComputeAsync");
     this.#preflight("graphComputeAsync", graph);
     const compute = runtime().lib.async.wsp_ggml_backend_graph_compute;
     if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
-    if (options.signal && !this.#flag) throw new UnsupportedOpError(`graphComputeAsync: ${this.name} cannot be aborted (only CPU backends can)`);
     const g = graph.pointer;
     const release = graph._acquire("graphComputeAsync");
     this.#busy = true;
+    const flag = this.#flag ?? takeAbortFlag();
     try {
-      await runAbortable("graphComputeAsync", this.#flag ?? takeAbortFlag(), options.signal, () => compute(ptr, g) as Promise<number>);
+      await runAbortable("graphComputeAsync", flag, options.signal, () => compute(ptr, g) as Promise<number>);
+      // A backend without an abort callback (a GPU) finishes the graph it was given: the abort takes effect when it returns.
+      if (!this.#flag) options.signal?.throwIfAborted();
     } finally {
+      if (!this.#flag) giveAbortFlag(flag);
       this.#flag?.set(false);
       this.#busy = false;
       release();
@@ -588,12 +786,12 @@ export class Backend {
     }
   }
 
-  /** @internal The abort flag of a CPU backend. */
+  /** @ignore @internal The abort flag of a CPU backend. */
   get _flag(): AbortFlag | undefined {
     return this.#h.ptr === 0 ? undefined : this.#flag; // a freed backend's flag went back to the pool
   }
 
-  /** @internal Marks the backend as computing (asynchronous computes are exclusive). */
+  /** @ignore @internal Marks the backend as computing (asynchronous computes are exclusive). */
   _setBusy(busy: boolean, what: string): this {
     if (busy && this.#busy) throw new BusyError(`${what}: the backend ${this.name} is computing another graph (await it first)`);
     this.#busy = busy;
@@ -641,19 +839,23 @@ export class Threadpool {
   /** The backends it is attached to (weakly: a backend nothing else refers to is collected). */
   readonly #backends = new Set<WeakRef<Backend>>();
 
-  /** @param options the pool's parameters */
+  /**
+   * A pool of `options.nThreads` threads (`wsp_ggml_threadpool_new`).
+   *
+   * @param options the pool's parameters
+   */
   constructor(options: ThreadpoolOptions) {
-    const n = int("nThreads", options.nThreads);
-    if (n < 1 || n > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${n}`);
+    const n = int("Threadpool: nThreads", options.nThreads);
+    if (n < 1 || n > MAX_N_THREADS) throw new ArgumentError(`Threadpool: nThreads must be in 1..${MAX_N_THREADS}, got ${n}`);
     const L = layouts.wsp_ggml_threadpool_params;
     const buf = new ArrayBuffer(L.size);
     const p = ffi.addressOf(buf);
     const s = sym();
     s.wsp_ggml_threadpool_params_init(p, n);
     const v = new DataView(buf);
-    if (options.prio !== undefined) v.setInt32(L.fields.prio.offset, member("prio", options.prio, SchedPriority, "SchedPriority"), true);
+    if (options.prio !== undefined) v.setInt32(L.fields.prio.offset, member("Threadpool: prio", options.prio, SchedPriority, "SchedPriority"), true);
     if (options.poll !== undefined) {
-      const poll = int("poll", options.poll);
+      const poll = int("Threadpool: poll", options.poll);
       if (poll < 0 || poll > 100) throw new ArgumentError(`poll must be in 0..100, got ${poll}`);
       v.setUint32(L.fields.poll.offset, poll, true);
     }
@@ -665,7 +867,7 @@ export class Threadpool {
     this.nThreads = n;
   }
 
-  /** @internal */
+  /** @ignore @internal */
   _live(what: string): number {
     if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the threadpool was freed`);
     return this.#h.ptr;
@@ -686,12 +888,12 @@ export class Threadpool {
     sym().wsp_ggml_threadpool_resume(this.pointer);
   }
 
-  /** @internal */
+  /** @ignore @internal */
   _attach(b: WeakRef<Backend>): void {
     this.#backends.add(b);
   }
 
-  /** @internal */
+  /** @ignore @internal */
   _detach(b: WeakRef<Backend>): void {
     this.#backends.delete(b);
   }
@@ -724,6 +926,8 @@ export class BackendEvent {
   readonly device: Device;
 
   /**
+   * A new event of `device`.
+   *
    * @param device the device (`wsp_ggml_backend_event_new`)
    * @throws {UnsupportedOpError} when the device has no events
    */

@@ -17,6 +17,7 @@ import { Context } from "../core/context.ts";
 import { Graph } from "../core/graph.ts";
 import { storageArray, Tensor, type TensorData } from "../core/tensor.ts";
 import type { Backend } from "./backend.ts";
+import { checkAllocBound } from "./alloc_bound.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 
@@ -27,7 +28,7 @@ export class BufferType {
   /** The native `wsp_ggml_backend_buffer_type_t`. */
   readonly pointer: number;
 
-  /** @internal Buffer types come from a device, a backend or `cpuBufferType()`. */
+  /** @ignore @internal Buffer types come from a device, a backend or `cpuBufferType()`. */
   constructor(pointer: number, token?: symbol) {
     internal("BufferType", token, "cpuBufferType(), backend.defaultBufferType or device.bufferType");
     this.pointer = pointer;
@@ -65,7 +66,7 @@ export class BufferType {
    * @throws {GgmlError} (`OUT_OF_MEMORY`) when the allocation fails
    */
   allocBuffer(bytes: number): Buffer {
-    size("size", bytes);
+    size("allocBuffer: size", bytes);
     if (bytes > this.maxSize) throw new BoundsError(`allocBuffer: ${bytes} bytes exceed the ${this.name} buffer type's maximum of ${this.maxSize}`);
     const p = sym().wsp_ggml_backend_buft_alloc_buffer(this.pointer, bytes);
     if (p === 0) throw new GgmlError("OUT_OF_MEMORY", `allocBuffer: ${this.name} could not allocate ${bytes} bytes`);
@@ -95,19 +96,19 @@ export class Buffer {
   readonly #h: Handle;
   readonly #contexts = new Set<Context>();
 
-  /** @internal */
+  /** @ignore @internal */
   constructor(ptr: number, token?: symbol) {
     internal("Buffer", token, "bufferType.allocBuffer() or allocCtxTensors()");
     this.#h = adopt(this, "buffer", ptr, releaseBuffer);
     live.set(ptr, new WeakRef(this));
   }
 
-  /** @internal The buffer object of a native buffer created by this API, if any. */
+  /** @ignore @internal The buffer object of a native buffer created by this API, if any. */
   static _of(ptr: number): Buffer | undefined {
     return live.get(ptr)?.deref();
   }
 
-  /** @internal */
+  /** @ignore @internal */
   _live(what: string): number {
     if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the buffer was freed`);
     return this.#h.ptr;
@@ -159,7 +160,7 @@ export class Buffer {
   }
 
   set usage(value: BackendBufferUsage) {
-    member("usage", value, BackendBufferUsage, "BackendBufferUsage");
+    member("Buffer.usage", value, BackendBufferUsage, "BackendBufferUsage");
     sym().wsp_ggml_backend_buffer_set_usage(this.pointer, value);
   }
 
@@ -171,7 +172,7 @@ export class Buffer {
 
   /** Sets every byte to `value` (`wsp_ggml_backend_buffer_clear`). */
   clear(value = 0): this {
-    int("value", value);
+    int("clear: value", value);
     if (value < 0 || value > 255) throw new ArgumentError(`clear: value must be a byte (0..255), got ${value}`);
     sym().wsp_ggml_backend_buffer_clear(this.pointer, value);
     return this;
@@ -184,7 +185,7 @@ export class Buffer {
   }
 
   /**
-   * @internal Records that `ctx`'s tensors live here: their data pointers are
+   * @ignore @internal Records that `ctx`'s tensors live here: their data pointers are
    * cleared when the buffer is freed, and `ctx` keeps the buffer from the
    * garbage collector.
    */
@@ -266,6 +267,12 @@ export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buf
   }
   const p = s.wsp_ggml_backend_alloc_ctx_tensors_from_buft(ctx._ptr, buft.pointer);
   if (p === 0) {
+    // Nothing to allocate (ggml then leaves the views alone): the views of tensors already in a buffer
+    // (a cpy or set_rows whose destination was allocated elsewhere) take their source's buffer and data.
+    for (const t of tensors) {
+      const src = read(t, "view_src");
+      if (read(t, "data") === 0 && src !== 0 && read(src, "buffer") !== 0 && read(src, "data") !== 0) s.wsp_ggml_backend_view_init(t);
+    }
     const anyNeeds = (() => {
       for (let t = s.wsp_ggml_get_first_tensor(ctx._ptr); t !== 0; t = s.wsp_ggml_get_next_tensor(ctx._ptr, t)) if (ffi.readPointer(t, fieldOffset("data")) === 0) return true;
       return false;
@@ -279,7 +286,7 @@ export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buf
 }
 
 /**
- * @internal The tensors an allocator (a {@linkcode Gallocr}, a scheduler)
+ * @ignore @internal The tensors an allocator (a {@linkcode Gallocr}, a scheduler)
  * gave a place in buffers it owns. Those places are valid until it allocates
  * again (which reuses or reallocates the buffers) or is freed; {@linkcode clear}
  * then marks the tensors unallocated (data and buffer NULL), so that using them
@@ -346,7 +353,11 @@ export class Gallocr {
   /** The buffer types, one per buffer id. */
   readonly bufferTypes: readonly BufferType[];
 
-  /** @param types the buffer type (or several: one per buffer id) */
+  /**
+   * A graph allocator (`wsp_ggml_gallocr_new`, `_new_n`).
+   *
+   * @param types the buffer type (or several: one per buffer id)
+   */
   constructor(types: BufferType | readonly BufferType[]) {
     const list = Array.isArray(types) ? types as readonly BufferType[] : [types as BufferType];
     if (list.length === 0 || !list.every((t) => t instanceof BufferType)) throw new ArgumentError("Gallocr: expected one or more BufferTypes");
@@ -375,6 +386,7 @@ export class Gallocr {
         throw new NotAllocatedError(`${what}: ${t.describe()} views ${v.describe()}, which is not allocated`);
       }
     }
+    checkAllocBound(what, graph);
   }
 
   /**
@@ -416,7 +428,7 @@ export class Gallocr {
 
   /** Bytes of buffer `id` (`wsp_ggml_gallocr_get_buffer_size`). */
   bufferSize(id = 0): number {
-    int("id", id);
+    int("bufferSize: id", id);
     if (id < 0 || id >= this.bufferTypes.length) throw new BoundsError(`bufferSize: buffer id ${id} out of 0..${this.bufferTypes.length - 1}`);
     return Number(sym().wsp_ggml_gallocr_get_buffer_size(this.#live("bufferSize"), id));
   }
@@ -443,8 +455,8 @@ function bytesOf(v: ArrayBufferView): Uint8Array {
 /** The asserts of `wsp_ggml_backend_tensor_set` / `_get` / `_memset`, in TS. */
 function checkAccess(what: string, t: Tensor, offset: number, length: number): void {
   tensorPtr(what, t);
-  size("offset", offset);
-  size("size", length);
+  size(`${what}: offset`, offset);
+  size(`${what}: size`, length);
   if (bufferOf(t) === 0) {
     throw new NotAllocatedError(`${what}: ${t.describe()} is in no backend buffer (tensor buffer not set: allocate its context with allocCtxTensors, or its graph with a Gallocr or a Sched)`);
   }
@@ -529,7 +541,7 @@ export function tensorGetBytes(tensor: Tensor, offset = 0, length?: number): Uin
 
 /** Sets `length` bytes from byte `offset` to `value` through the backend (`wsp_ggml_backend_tensor_memset`). */
 export function tensorMemset(tensor: Tensor, value: number, offset = 0, length?: number): void {
-  int("value", value);
+  int("tensorMemset: value", value);
   if (value < 0 || value > 255) throw new ArgumentError(`tensorMemset: value must be a byte (0..255), got ${value}`);
   const n = length ?? (tensor instanceof Tensor ? tensor.nbytes - offset : 0);
   checkAccess("tensorMemset", tensor, offset, n);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { checkAllocBound } from "./alloc_bound.ts";
 import { INTERNAL } from "../core/brand.ts";
 import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "../ffi/bindings.gen.ts";
 import { totalmem } from "node:os";
@@ -16,7 +17,7 @@ import { runtime } from "../runtime/runtime.ts";
 import { checkData, Graph } from "../core/graph.ts";
 import { cpuKernelRefusal } from "../core/checks.ts";
 import type { Tensor } from "../core/tensor.ts";
-import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
+import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, sourcesOf, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
 import { BufferType, Placements } from "./buffer.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 
@@ -39,7 +40,7 @@ function orphanLeafs(graph: Graph): Tensor[] {
   const readByOp = new Set<number>();
   const candidates = new Map<number, Tensor>();
   for (const n of nodes) {
-    for (const s of n.src) {
+    for (const s of sourcesOf(n)) {
       if (inGraph.has(s._ptr)) continue;
       if (!VIEW_OPS.has(n.op)) readByOp.add(s._ptr);
       if (s.viewSrc === null && bufferOf(s) === 0 && !(s.flags & TensorFlag.INPUT)) candidates.set(s._ptr, s);
@@ -58,6 +59,53 @@ function asInputs(leafs: readonly Tensor[]): () => void {
   return () => {
     for (const { view, at } of views) if (view.byteLength > 0) view.setInt32(at, view.getInt32(at, true) & ~TensorFlag.INPUT, true);
   };
+}
+
+const SRC = layouts.wsp_ggml_tensor.fields.src;
+
+/** A source slot of a node that the scheduler's split pointed at its own copy of the source (`node->src[j] = copy`). */
+interface SplitSlot {
+  readonly view: DataView;
+  readonly at: number;
+  readonly orig: bigint;
+  readonly split: bigint;
+}
+
+/** Every source slot of `graph`'s nodes: where it is and what it holds. */
+function srcSlots(graph: Graph): { view: DataView; at: number; value: bigint }[] {
+  const out: { view: DataView; at: number; value: bigint }[] = [];
+  for (const n of graph.nodes()) {
+    const view = n.context._pool("sched");
+    for (let j = 0; j < SRC.length; j++) {
+      const at = n._off + SRC.offset + 8 * j;
+      out.push({ view, at, value: view.getBigUint64(at, true) });
+    }
+  }
+  return out;
+}
+
+/**
+ * Runs `split` (a native call that splits `graph`: reserve, split, alloc) and puts the sources
+ * back as they were built; returns the slots the split rewrote, to be swapped in for a compute.
+ * A scheduler over several backends points a node's sources at its copies on the node's
+ * backend, in a context of ggml's own: left in place, they would make the graph unreadable from
+ * JS (and point into freed memory once the scheduler is freed or allocates another graph).
+ */
+function withSplit<T>(graph: Graph, split: () => T): { result: T; slots: SplitSlot[] } {
+  const before = srcSlots(graph);
+  const result = split();
+  const slots: SplitSlot[] = [];
+  for (const b of before) {
+    const now = b.view.getBigUint64(b.at, true);
+    if (now !== b.value) slots.push({ view: b.view, at: b.at, orig: b.value, split: now });
+  }
+  putSlots(slots, "orig");
+  return { result, slots };
+}
+
+/** Writes the original or the split's sources into `slots`. */
+function putSlots(slots: readonly SplitSlot[], which: "orig" | "split"): void {
+  for (const s of slots) if (s.view.byteLength > 0) s.view.setBigUint64(s.at, s[which], true);
 }
 
 /** `WSP_GGML_SCHED_MAX_BACKENDS` (ggml-backend.cpp). */
@@ -129,6 +177,8 @@ export class Sched {
   #computing = false;
 
   /**
+   * A scheduler over `options.backends` (`wsp_ggml_backend_sched_new`).
+   *
    * @param options the backends, buffer types and sizes
    * @throws {ArgumentError} for no backends, more than 16, a last backend that is not a CPU one, or a buffer type a backend cannot use
    */
@@ -147,16 +197,16 @@ export class Sched {
       if (t !== null && !(t instanceof BufferType)) throw new ArgumentError(`Sched: bufferTypes[${i}] must be a BufferType or null`);
       if (t && !backends[i].supportsBufferType(t)) throw new ArgumentError(`Sched: ${backends[i].name} cannot use buffers of type ${t.name}`);
     });
-    const graphSize = size("graphSize", options.graphSize ?? DEFAULT_GRAPH_SIZE);
+    const graphSize = size("Sched: graphSize", options.graphSize ?? DEFAULT_GRAPH_SIZE);
     if (graphSize < 1) throw new ArgumentError("Sched: graphSize must be at least 1");
-    const parallel = bool("parallel", options.parallel ?? false);
+    const parallel = bool("Sched: parallel", options.parallel ?? false);
     // A cgraph's size is an int; the scheduler's tables grow by about 23 KB per node of graphSize.
     if (graphSize > 2 ** 31 - 1) throw new BoundsError(`Sched: graphSize ${graphSize} exceeds 2^31 - 1 (a graph's size is an int in ggml)`);
     const need = schedBytes(graphSize, backends.length, parallel ? SCHED_MAX_COPIES : 1);
     if (need > totalmem()) {
       throw new BoundsError(`Sched: graphSize ${graphSize} needs about ${need} bytes of scheduler tables, more than this machine's ${totalmem()} bytes of memory (ggml aborts when the allocation fails)`);
     }
-    const opOffload = bool("opOffload", options.opOffload ?? true);
+    const opOffload = bool("Sched: opOffload", options.opOffload ?? true);
     const bp = new BigUint64Array(backends.map((b) => BigInt(b.pointer)));
     const tp = new BigUint64Array(bufts.map((t) => BigInt(t?.pointer ?? 0)));
     const withTypes = bufts.some((t) => t !== null);
@@ -194,7 +244,7 @@ export class Sched {
   }
 
   /**
-   * @internal Marks the scheduler, its backends, `graph` (if any) and the
+   * @ignore @internal Marks the scheduler, its backends, `graph` (if any) and the
    * contexts it uses as in use by a synchronous compute whose callbacks run
    * JS; returns the function that ends it.
    */
@@ -244,13 +294,25 @@ export class Sched {
         if (!this.backends.some((b, i) => supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
           throw new UnsupportedOpError(`${what}: no backend of the scheduler supports ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()}`);
         }
+        // A node already in a buffer (a context allocated on a backend; ggml-opt's loss on the first backend) stays
+        // there: a backend that can use that buffer must run its op (ggml aborts: "pre-allocated tensor in a buffer
+        // that cannot run the operation").
+        const buf = bufferOf(node);
+        if (buf === 0) continue;
+        const buft = s.wsp_ggml_backend_buffer_get_type(buf);
+        if (!this.backends.some((b, i) => s.wsp_ggml_backend_supports_buft(b.pointer, buft) && supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
+          throw new UnsupportedOpError(
+            `${what}: ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()} is in a ${ffi.readCString(s.wsp_ggml_backend_buft_name(buft))} buffer, and no backend of the scheduler that uses such buffers runs it (allocate it where one does)`,
+          );
+        }
       }
+      checkAllocBound(what, graph);
       this.#supported.set(graph, graph.nNodes);
     }
     if (this.#parallel) {
       // Every distinct INPUT-flagged source, and the orphan leafs flagged INPUT for the split (asInputs).
       const inputs = new Set<number>();
-      for (const node of graph.nodes()) for (const src of node.src) if (src.flags & TensorFlag.INPUT) inputs.add(src._ptr);
+      for (const node of graph.nodes()) for (const src of sourcesOf(node)) if (src.flags & TensorFlag.INPUT) inputs.add(src._ptr);
       for (const t of orphanLeafs(graph)) inputs.add(t._ptr);
       if (inputs.size > SCHED_MAX_GRAPH_INPUTS) {
         throw new BoundsError(`${what}: a parallel scheduler takes at most ${SCHED_MAX_GRAPH_INPUTS} input tensors (WSP_GGML_SCHED_MAX_SPLIT_INPUTS), the graph reads ${inputs.size} (use a scheduler without parallel, or fewer setInput() tensors)`);
@@ -300,7 +362,7 @@ export class Sched {
     const restore = asInputs(orphanLeafs(graph));
     let ok;
     try {
-      ok = sym().wsp_ggml_backend_sched_reserve(p, g);
+      ok = withSplit(graph, () => sym().wsp_ggml_backend_sched_reserve(p, g)).result;
     } finally {
       restore();
     }
@@ -320,7 +382,7 @@ export class Sched {
     const g = this.#graph("splitGraph", graph);
     const restore = asInputs(orphanLeafs(graph));
     try {
-      sym().wsp_ggml_backend_sched_split_graph(p, g);
+      withSplit(graph, () => sym().wsp_ggml_backend_sched_split_graph(p, g));
     } finally {
       restore();
     }
@@ -343,16 +405,21 @@ export class Sched {
   }
   /** The graph the scheduler's splits and allocation are for (it computes that one, whatever graph it is given). */
   #allocated: Graph | undefined;
+  /** The allocated graph's sources that the split points at the scheduler's copies: in place during its computes only. */
+  #splitSlots: SplitSlot[] = [];
 
   #alloc(what: string, p: number, graph: Graph, g: number): void {
     if (this.#allocated) sym().wsp_ggml_backend_sched_reset(p);
     this.#allocated = undefined;
+    this.#splitSlots = [];
     this.#placements.clear();
     // A view with data whose source has none points into a freed buffer (the allocator would use it as it is).
     for (const t of graphTensors(graph)) if (t._data !== 0) checkData(what, t);
     const restore = asInputs(orphanLeafs(graph));
     try {
-      if (!this.#placements.record(graph, () => sym().wsp_ggml_backend_sched_alloc_graph(p, g))) throw new GgmlError("OUT_OF_MEMORY", `${what}: the scheduler could not allocate the graph`);
+      const { result, slots } = withSplit(graph, () => this.#placements.record(graph, () => sym().wsp_ggml_backend_sched_alloc_graph(p, g)));
+      this.#splitSlots = slots;
+      if (!result) throw new GgmlError("OUT_OF_MEMORY", `${what}: the scheduler could not allocate the graph`);
     } finally {
       restore();
     }
@@ -372,7 +439,15 @@ export class Sched {
     const s = sym();
     for (const node of graph.nodes()) {
       if (!cpus.includes(s.wsp_ggml_backend_sched_get_tensor_backend(p, node._ptr))) continue;
-      const why = cpuKernelRefusal(node);
+      let why: string | null;
+      try {
+        why = cpuKernelRefusal(node);
+      } catch (e) {
+        // A source that the split replaced by the scheduler's copy from another backend (a tensor
+        // of ggml's own context, which no JS context knows): that node is not checked here.
+        if (e instanceof UseAfterFreeError) continue;
+        throw e;
+      }
       if (why === null) continue;
       s.wsp_ggml_backend_sched_reset(p);
       this.#placements.clear();
@@ -423,9 +498,12 @@ export class Sched {
     // The eval callback runs JS during the compute: what the compute uses refuses free() meanwhile.
     const leave = this.#eval.cb ? this._enter("graphCompute", graph) : undefined;
     let status;
+    const slots = this.#splitSlots;
+    putSlots(slots, "split");
     try {
       status = sym().wsp_ggml_backend_sched_graph_compute(p, g);
     } finally {
+      putSlots(slots, "orig");
       leave?.();
     }
     if (this.#evalError !== undefined) {
@@ -440,7 +518,9 @@ export class Sched {
   /**
    * Computes `graph` off the JS thread (Deno `nonblocking`, koffi `.async`,
    * a worker on Bun); an aborted `signal` stops it between nodes through
-   * the CPU backends' abort callback. The eval callback cannot run off the
+   * the CPU backends' abort callback (the splits of a backend ggml cannot
+   * interrupt, a GPU one, run to their end), and the promise rejects with
+   * the signal's reason. The eval callback cannot run off the
    * JS thread: a scheduler with one set rejects.
    */
   async graphComputeAsync(graph: Graph, options: AsyncComputeOptions = {}): Promise<void> {
@@ -451,7 +531,6 @@ export class Sched {
     const compute = runtime().lib.async.wsp_ggml_backend_sched_graph_compute;
     if (!compute) throw new UnsupportedOpError("graphComputeAsync: this runtime has no non-blocking call");
     const cpus = this.backends.filter((b) => b._flag);
-    if (options.signal && cpus.length !== this.backends.length) throw new UnsupportedOpError("graphComputeAsync: only a scheduler of CPU backends can be aborted");
     if (this.#allocated !== graph) this.#alloc("graphComputeAsync", p, graph, g);
     else this.#stillAllocated("graphComputeAsync", graph);
     graph._checkIndices("graphComputeAsync");
@@ -467,9 +546,14 @@ export class Sched {
     this.#busy = true;
     // One signal, every backend's flag.
     const flag = { set: (v: boolean) => cpus.forEach((b) => b._flag!.set(v)) } as ReturnType<typeof takeAbortFlag>;
+    const slots = this.#splitSlots;
+    putSlots(slots, "split");
     try {
       await runAbortable("graphComputeAsync", flag, options.signal, () => compute(p, g) as Promise<number>);
+      // The splits of a backend ggml cannot interrupt (a GPU) ran to their end: the abort takes effect when the compute returns.
+      if (cpus.length !== this.backends.length) options.signal?.throwIfAborted();
     } finally {
+      putSlots(slots, "orig");
       flag.set(false);
       this.#busy = false;
       release();
@@ -491,6 +575,7 @@ export class Sched {
     this.#notComputing("reset");
     sym().wsp_ggml_backend_sched_reset(this.pointer);
     this.#allocated = undefined;
+    this.#splitSlots = [];
     return this;
   }
 

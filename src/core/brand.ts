@@ -1,5 +1,5 @@
 /**
- * @internal The token the library's own code passes to the constructors of
+ * @ignore @internal The token the library's own code passes to the constructors of
  * its handle classes (`Device`, `BackendReg`, `BufferType`, `Backend`,
  * `Buffer`, `Tensor`, `Graph`). They are exported as types and for
  * `instanceof`, but a handle made from a user's number (`new Device(0)`)

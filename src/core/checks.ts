@@ -762,7 +762,7 @@ const UNARY_DENSE: ReadonlySet<number> = new Set([
 ]);
 
 /**
- * @internal Why the CPU kernel of `node` would abort (`WSP_GGML_ASSERT` /
+ * @ignore @internal Why the CPU kernel of `node` would abort (`WSP_GGML_ASSERT` /
  * `WSP_GGML_ABORT` in ggml-cpu ops.cpp, ggml-cpu.c, binary-ops.cpp,
  * unary-ops.cpp) on its operands' layout, types or parameters that the op's
  * constructor accepts; null when it computes. These are limits of the CPU
@@ -987,7 +987,7 @@ const GRAD_SRC0: ReadonlySet<number> = new Set([
 const UNARY_GRAD: ReadonlySet<number> = new Set([UnaryOp.ABS, UnaryOp.NEG, UnaryOp.RELU, UnaryOp.SILU, UnaryOp.EXP]);
 
 /**
- * @internal Walks the backward pass as `wsp_ggml_build_backward_expand` will
+ * @ignore @internal Walks the backward pass as `wsp_ggml_build_backward_expand` will
  * (which nodes need a gradient, then the nodes in reverse order, each only
  * when it got a gradient) and throws where `wsp_ggml_compute_backward`
  * would abort or crash: an op or unary / GLU op without a backward pass, a

@@ -23,14 +23,18 @@ export type GgmlErrorCode =
   | "UNSUPPORTED"
   | "COMPUTE"
   | "LIBRARY_NOT_FOUND"
+  | "PERMISSION"
   | "GGUF"
-  | "WORKER";
+  | "WORKER"
+  | "RPC";
 
 /** The base class of every error the API throws on purpose. */
 export class GgmlError extends Error {
   /** The kind of error, stable across versions. */
   readonly code: GgmlErrorCode;
   /**
+   * Made by the library when it throws.
+   *
    * @param code the kind of error
    * @param message what was wrong, naming the call
    */
@@ -43,7 +47,7 @@ export class GgmlError extends Error {
 
 /** Tensor shapes that the operation cannot combine (`can_mul_mat`, `can_repeat`, same shape, contiguity, …). */
 export class ShapeError extends GgmlError {
-  /** @param message what was wrong */
+  /** Made by the library when it throws; `message` says what was wrong. */
   constructor(message: string) {
     super("SHAPE", message);
   }
@@ -51,7 +55,7 @@ export class ShapeError extends GgmlError {
 
 /** A tensor type (or typed array) that the operation does not accept. */
 export class GgmlTypeError extends GgmlError {
-  /** @param message what was wrong */
+  /** Made by the library when it throws; `message` says what was wrong. */
   constructor(message: string) {
     super("TYPE", message);
   }
@@ -59,7 +63,7 @@ export class GgmlTypeError extends GgmlError {
 
 /** An index, offset or size outside its valid range. */
 export class BoundsError extends GgmlError {
-  /** @param message what was wrong */
+  /** Made by the library when it throws; `message` says what was wrong. */
   constructor(message: string) {
     super("BOUNDS", message);
   }
@@ -67,7 +71,7 @@ export class BoundsError extends GgmlError {
 
 /** A value of the wrong kind: not an integer, not a member of its enum, not a tensor, … */
 export class ArgumentError extends GgmlError {
-  /** @param message what was wrong */
+  /** Made by the library when it throws; `message` says what was wrong. */
   constructor(message: string) {
     super("ARGUMENT", message);
   }
@@ -79,7 +83,7 @@ export class ArgumentError extends GgmlError {
  * before the compute settled. An {@linkcode ArgumentError} (code `ARGUMENT`).
  */
 export class BusyError extends ArgumentError {
-  /** @param message what was in use */
+  /** Made by the library when it throws; `message` says what was in use. */
   constructor(message: string) {
     super(message);
   }
@@ -87,7 +91,7 @@ export class BusyError extends ArgumentError {
 
 /** A context, or a tensor or graph of one, used after the context was freed. */
 export class UseAfterFreeError extends GgmlError {
-  /** @param message what was used */
+  /** Made by the library when it throws; `message` says what was used. */
   constructor(message: string) {
     super("USE_AFTER_FREE", message);
   }
@@ -100,6 +104,8 @@ export class ContextOutOfMemoryError extends GgmlError {
   /** Bytes still free in the pool. */
   readonly available: number;
   /**
+   * Made by the library when it throws.
+   *
    * @param what the object being created
    * @param needed bytes it needs
    * @param available bytes still free
@@ -113,7 +119,7 @@ export class ContextOutOfMemoryError extends GgmlError {
 
 /** The graph has no room for the nodes or leafs that would be added. */
 export class GraphFullError extends GgmlError {
-  /** @param message what did not fit */
+  /** Made by the library when it throws; `message` says what did not fit. */
   constructor(message: string) {
     super("GRAPH_FULL", message);
   }
@@ -121,7 +127,7 @@ export class GraphFullError extends GgmlError {
 
 /** The tensor has no data (it was created in a `noAlloc` context). */
 export class NotAllocatedError extends GgmlError {
-  /** @param message which tensor */
+  /** Made by the library when it throws; `message` says which tensor. */
   constructor(message: string) {
     super("NOT_ALLOCATED", message);
   }
@@ -129,7 +135,7 @@ export class NotAllocatedError extends GgmlError {
 
 /** The CPU backend does not implement the operation for these types. */
 export class UnsupportedOpError extends GgmlError {
-  /** @param message which node */
+  /** Made by the library when it throws; `message` says which node. */
   constructor(message: string) {
     super("UNSUPPORTED", message);
   }
@@ -140,6 +146,8 @@ export class ComputeError extends GgmlError {
   /** The `Status` value returned by C. */
   readonly status: number;
   /**
+   * Made by the library when it throws.
+   *
    * @param message what failed
    * @param status the status returned
    */
@@ -150,12 +158,35 @@ export class ComputeError extends GgmlError {
 }
 
 /**
+ * ggml's RPC backend lost its server or got an answer it cannot use: the
+ * server died, refused the connection, timed out, spoke another protocol
+ * version, or sent malformed data. The connection is shut down (every later
+ * command on it fails at once); the process and the other backends carry on.
+ */
+export class RpcError extends GgmlError {
+  /** The server's `host:port`, when known. */
+  readonly endpoint: string | undefined;
+  /**
+   * Made by the library when it throws.
+   *
+   * @param message what failed, with ggml-rpc's reason
+   * @param endpoint the server's `host:port`
+   * @param options the error that the RPC failure surfaced as, if any (`cause`)
+   */
+  constructor(message: string, endpoint?: string, options?: { cause?: unknown }) {
+    super("RPC", message);
+    this.endpoint = endpoint;
+    if (options && "cause" in options) (this as { cause?: unknown }).cause = options.cause;
+  }
+}
+
+/**
  * A non-blocking native call could not be made: the thread that makes it on
  * Bun failed to start or died. Every call pending on it rejects with this;
  * the next call starts a new thread.
  */
 export class WorkerError extends GgmlError {
-  /** @param message what happened to the thread */
+  /** Made by the library when it throws; `message` says what happened to the thread. */
   constructor(message: string) {
     super("WORKER", message);
   }
@@ -166,12 +197,34 @@ export class LibraryNotFoundError extends GgmlError {
   /** Every place looked, in order, with why each did not do. */
   readonly searched: readonly string[];
   /**
+   * Made by the library when it throws.
+   *
    * @param message the summary
    * @param searched the places looked and their outcome
    */
   constructor(message: string, searched: readonly string[]) {
     super("LIBRARY_NOT_FOUND", message);
     this.searched = searched;
+  }
+}
+
+/**
+ * The runtime refused an operation the library needs: on Deno, loading the
+ * native library without `--allow-ffi` (or reading it without `--allow-read`).
+ * The message names the flag to add.
+ */
+export class PermissionError extends GgmlError {
+  /** The command-line flag that grants the permission, e.g. `--allow-ffi`. */
+  readonly flag: string;
+  /**
+   * Made by the library when it throws.
+   *
+   * @param message what was refused and how to allow it
+   * @param flag the flag that grants the permission
+   */
+  constructor(message: string, flag: string) {
+    super("PERMISSION", message);
+    this.flag = flag;
   }
 }
 
@@ -201,6 +254,8 @@ export class GgufError extends GgmlError {
   /** Byte offset in the file where the problem was found, when it is about a file. */
   readonly offset: number | undefined;
   /**
+   * Made by the library when it throws.
+   *
    * @param reason what went wrong
    * @param message the details
    * @param offset where in the file, if known

@@ -1,5 +1,5 @@
 /**
- * @internal The strided extents of views and of `set` / `acc`, checked where
+ * @ignore @internal The strided extents of views and of `set` / `acc`, checked where
  * the node is built. ggml checks only a view's contiguous size
  * (`data_size + view_offs <= wsp_ggml_nbytes(view_src)`) and nothing for
  * `set` / `acc`: a view whose strides run past its source, or a `set` /

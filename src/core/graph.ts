@@ -35,7 +35,7 @@ export function cpuHandlesTypes(node: Tensor): boolean {
 }
 
 /**
- * @internal Throws {@linkcode NotAllocatedError} when `t` has no data, or is
+ * @ignore @internal Throws {@linkcode NotAllocatedError} when `t` has no data, or is
  * a view whose source lost its data (its backend buffer or scheduler was
  * freed: the view's own data pointer would dangle).
  */
@@ -62,7 +62,7 @@ function cgraphLayoutHolds(w: Int32Array, off: number, ptr: number, size: number
     nodes === s.wsp_ggml_graph_nodes(ptr) && i64At(w, off + CG_LEAFS) === nodes + 8 * size;
 }
 
-/** @internal Whether graphs read their counts and arrays from the pool (for tests). */
+/** @ignore @internal Whether graphs read their counts and arrays from the pool (for tests). */
 export function cgraphLayoutKnown(): boolean {
   return cgraphLayout === true;
 }
@@ -113,7 +113,7 @@ export class Graph {
   #indexPlan: IndexPlan | undefined;
   #busy = false;
 
-  /** @internal Graphs come from `ctx.newGraph()` / `ctx.newGraphCustom()`. */
+  /** @ignore @internal Graphs come from `ctx.newGraph()` / `ctx.newGraphCustom()`. */
   constructor(context: Context, ptr: number, size: number, grads: boolean, token?: symbol) {
     internal("Graph", token, "ctx.newGraph() or ctx.newGraphCustom()");
     this.context = context;
@@ -173,13 +173,13 @@ export class Graph {
     return nodes + bound <= this.size && leafs + bound <= this.size;
   }
 
-  /** @internal Throws {@linkcode BusyError} while an asynchronous compute of this graph runs. */
+  /** @ignore @internal Throws {@linkcode BusyError} while an asynchronous compute of this graph runs. */
   _idle(what: string): void {
     if (this.#busy) throw new BusyError(`${what}: the graph is being computed asynchronously (await that compute first; a graph computes once at a time)`);
   }
 
   /**
-   * @internal Marks the graph and every context it uses as in use by an
+   * @ignore @internal Marks the graph and every context it uses as in use by an
    * asynchronous compute; returns the function that ends it.
    * @throws {BusyError} when the graph is computing already
    */
@@ -221,7 +221,7 @@ export class Graph {
    * @throws {BoundsError} outside `-nNodes … nNodes - 1`
    */
   node(i: number): Tensor {
-    int("i", i);
+    int("node: i", i);
     this.context._pool("graph");
     this.#sync();
     const n = this.#nodes.length;
@@ -234,6 +234,13 @@ export class Graph {
     this.context._pool("graph");
     this.#sync();
     return this.#nodes.slice();
+  }
+
+  /** @ignore @internal The leafs, in the graph's order. */
+  _leafs(): Tensor[] {
+    this.context._pool("graph");
+    this.#sync();
+    return this.#leafs.slice();
   }
 
   /**
@@ -402,7 +409,7 @@ export class Graph {
   }
 
   /**
-   * @internal Checks the index values the graph's index ops will read
+   * @ignore @internal Checks the index values the graph's index ops will read
    * (`get_rows`, `set_rows`, `add_id`, `mul_mat_id`, `get_rows_back`,
    * `ssm_scan`; see indices.ts): before every compute, on every path.
    *
@@ -442,8 +449,8 @@ export class Graph {
    * @throws {ComputeError} when ggml reports a failure
    */
   compute(options: ComputeOptions = {}): this {
-    const nThreads = int("nThreads", options.nThreads ?? DEFAULT_N_THREADS);
-    if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
+    const nThreads = int("compute: nThreads", options.nThreads ?? DEFAULT_N_THREADS);
+    if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`compute: nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
     this.context._pool("compute");
     this._idle("compute");
     this.#sync();

@@ -1,5 +1,5 @@
 /**
- * @internal The data-dependent preconditions of the index ops, checked
+ * @ignore @internal The data-dependent preconditions of the index ops, checked
  * before a compute: `get_rows`, `set_rows`, `add_id`, `mul_mat_id`,
  * `get_rows_back` and `ssm_scan` read row / expert / sequence numbers from a
  * tensor's data. ggml checks them with `WSP_GGML_ASSERT` inside the CPU

@@ -428,87 +428,78 @@ export interface OpChecks {
   optStepSgd(a: Tensor, grad: Tensor, sgdParams: Tensor): void;
 }
 
-/** The tensor ops; `Context` extends this class. */
+/**
+ * The implementations of the ops; `Context` extends this class. Their
+ * documentation is on `Context` (its generated interface in context.ts), so
+ * the API reference lists them on its page.
+ *
+ * @ignore
+ */
 export abstract class Ops {
   /**
-   * @internal Checks that the context is alive and each operand (`[name, value, nullable]`)
+   * @ignore @internal Checks that the context is alive and each operand (`[name, value, nullable]`)
    * is a live tensor (or null where allowed); returns the native symbols.
    */
   protected abstract _use(op: string, ...operands: Operand[]): WspGgml["symbols"];
-  /** @internal Creates the op's result in the context (`call` gets the context pointer). */
+  /** @ignore @internal Creates the op's result in the context (`call` gets the context pointer). */
   protected abstract _make(op: string, call: (ctx: number) => Handle, ...operands: (Tensor | null)[]): Tensor;
-  /** @internal Checks that the context is alive; returns the native calls taking handles. */
+  /** @ignore @internal Checks that the context is alive; returns the native calls taking handles. */
   protected abstract _live(op: string): WspGgml["handles"];
-  /** @internal Checks that `value` is a live tensor (or null where `nullable`). */
+  /** @ignore @internal Checks that `value` is a live tensor (or null where `nullable`). */
   protected abstract _operand(op: string, name: string, value: Tensor | null, nullable?: boolean): void;
-  /** @internal Whether the context has room for any op's objects, so ops run directly. */
+  /** @ignore @internal Whether the context has room for any op's objects, so ops run directly. */
   protected abstract _roomy(): boolean;
-  /** @internal The context as a handle. */
+  /** @ignore @internal The context as a handle. */
   protected abstract get _h(): Handle;
-  /** @internal Wraps the result of an op run directly and records its operands' contexts (no rest parameter: no array per op). */
+  /** @ignore @internal Wraps the result of an op run directly and records its operands' contexts (no rest parameter: no array per op). */
   protected abstract _adopt(op: string, result: Handle, a?: Tensor | null, b?: Tensor | null, c?: Tensor | null, d?: Tensor | null, e?: Tensor | null, f?: Tensor | null, g?: Tensor | null, h?: Tensor | null): Tensor;
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_1d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0)`.
-   */
   newTensor1d(type: Type, ne0: number): Tensor {
     const native = this._live("newTensor1d");
-    member("type", type, Type, "Type");
-    i64("ne0", ne0);
+    member("newTensor1d: type", type, Type, "Type");
+    i64("newTensor1d: ne0", ne0);
     opChecks.newTensor1d(type, ne0);
     return this._roomy()
       ? this._adopt("newTensor1d", native.wsp_ggml_new_tensor_1d(this._h, type, ne0))
       : this._make("newTensor1d", (ctx) => native.wsp_ggml_new_tensor_1d(ctx, type, ne0));
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_2d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1)`.
-   */
   newTensor2d(type: Type, ne0: number, ne1: number): Tensor {
     const native = this._live("newTensor2d");
-    member("type", type, Type, "Type");
-    i64("ne0", ne0);
-    i64("ne1", ne1);
+    member("newTensor2d: type", type, Type, "Type");
+    i64("newTensor2d: ne0", ne0);
+    i64("newTensor2d: ne1", ne1);
     opChecks.newTensor2d(type, ne0, ne1);
     return this._roomy()
       ? this._adopt("newTensor2d", native.wsp_ggml_new_tensor_2d(this._h, type, ne0, ne1))
       : this._make("newTensor2d", (ctx) => native.wsp_ggml_new_tensor_2d(ctx, type, ne0, ne1));
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_3d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2)`.
-   */
   newTensor3d(type: Type, ne0: number, ne1: number, ne2: number): Tensor {
     const native = this._live("newTensor3d");
-    member("type", type, Type, "Type");
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
+    member("newTensor3d: type", type, Type, "Type");
+    i64("newTensor3d: ne0", ne0);
+    i64("newTensor3d: ne1", ne1);
+    i64("newTensor3d: ne2", ne2);
     opChecks.newTensor3d(type, ne0, ne1, ne2);
     return this._roomy()
       ? this._adopt("newTensor3d", native.wsp_ggml_new_tensor_3d(this._h, type, ne0, ne1, ne2))
       : this._make("newTensor3d", (ctx) => native.wsp_ggml_new_tensor_3d(ctx, type, ne0, ne1, ne2));
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_new_tensor_4d(struct wsp_ggml_context *ctx, enum wsp_ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
-   */
   newTensor4d(type: Type, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
     const native = this._live("newTensor4d");
-    member("type", type, Type, "Type");
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
-    i64("ne3", ne3);
+    member("newTensor4d: type", type, Type, "Type");
+    i64("newTensor4d: ne0", ne0);
+    i64("newTensor4d: ne1", ne1);
+    i64("newTensor4d: ne2", ne2);
+    i64("newTensor4d: ne3", ne3);
     opChecks.newTensor4d(type, ne0, ne1, ne2, ne3);
     return this._roomy()
       ? this._adopt("newTensor4d", native.wsp_ggml_new_tensor_4d(this._h, type, ne0, ne1, ne2, ne3))
       : this._make("newTensor4d", (ctx) => native.wsp_ggml_new_tensor_4d(ctx, type, ne0, ne1, ne2, ne3));
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_dup_tensor(struct wsp_ggml_context *ctx, const struct wsp_ggml_tensor *src)`.
-   */
   dupTensor(src: Tensor): Tensor {
     const native = this._live("dupTensor");
     this._operand("dupTensor", "src", src);
@@ -518,9 +509,6 @@ export abstract class Ops {
       : this._make("dupTensor", (ctx) => native.wsp_ggml_dup_tensor(ctx, src._h), src);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_view_tensor(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *src)`.
-   */
   viewTensor(src: Tensor): Tensor {
     const native = this._live("viewTensor");
     this._operand("viewTensor", "src", src);
@@ -530,11 +518,6 @@ export abstract class Ops {
       : this._make("viewTensor", (ctx) => native.wsp_ggml_view_tensor(ctx, src._h), src);
   }
 
-  /**
-   * operations on tensors with backpropagation
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_dup(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   dup(a: Tensor): Tensor {
     const native = this._live("dup");
     this._operand("dup", "a", a);
@@ -544,11 +527,6 @@ export abstract class Ops {
       : this._make("dup", (ctx) => native.wsp_ggml_dup(ctx, a._h), a);
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_dup_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   dupInplace(a: Tensor): Tensor {
     const native = this._live("dupInplace");
     this._operand("dupInplace", "a", a);
@@ -558,9 +536,6 @@ export abstract class Ops {
       : this._make("dupInplace", (ctx) => native.wsp_ggml_dup_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   add(a: Tensor, b: Tensor): Tensor {
     const native = this._live("add");
     this._operand("add", "a", a);
@@ -571,9 +546,6 @@ export abstract class Ops {
       : this._make("add", (ctx) => native.wsp_ggml_add(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   addInplace(a: Tensor, b: Tensor): Tensor {
     const native = this._live("addInplace");
     this._operand("addInplace", "a", a);
@@ -584,25 +556,17 @@ export abstract class Ops {
       : this._make("addInplace", (ctx) => native.wsp_ggml_add_inplace(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_type type)`.
-   */
   addCast(a: Tensor, b: Tensor, type: Type): Tensor {
     const native = this._live("addCast");
     this._operand("addCast", "a", a);
     this._operand("addCast", "b", b);
-    member("type", type, Type, "Type");
+    member("addCast: type", type, Type, "Type");
     opChecks.addCast(a, b, type);
     return this._roomy()
       ? this._adopt("addCast", native.wsp_ggml_add_cast(this._h, a._h, b._h, type), a, b)
       : this._make("addCast", (ctx) => native.wsp_ggml_add_cast(ctx, a._h, b._h, type), a, b);
   }
 
-  /**
-   * dst[i0, i1, i2] = a[i0, i1, i2] + b[i0, ids[i1, i2]]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)`.
-   */
   addId(a: Tensor, b: Tensor, ids: Tensor): Tensor {
     const native = this._live("addId");
     this._operand("addId", "a", a);
@@ -614,9 +578,6 @@ export abstract class Ops {
       : this._make("addId", (ctx) => native.wsp_ggml_add_id(ctx, a._h, b._h, ids._h), a, b, ids);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add1(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   add1(a: Tensor, b: Tensor): Tensor {
     const native = this._live("add1");
     this._operand("add1", "a", a);
@@ -627,9 +588,6 @@ export abstract class Ops {
       : this._make("add1", (ctx) => native.wsp_ggml_add1(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add1_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   add1Inplace(a: Tensor, b: Tensor): Tensor {
     const native = this._live("add1Inplace");
     this._operand("add1Inplace", "a", a);
@@ -640,47 +598,34 @@ export abstract class Ops {
       : this._make("add1Inplace", (ctx) => native.wsp_ggml_add1_inplace(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * dst = a
-   * view(dst, nb1, nb2, nb3, offset) += b
-   * return dst
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_acc(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
-   */
   acc(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
     const native = this._live("acc");
     this._operand("acc", "a", a);
     this._operand("acc", "b", b);
-    size("nb1", nb1);
-    size("nb2", nb2);
-    size("nb3", nb3);
-    size("offset", offset);
+    size("acc: nb1", nb1);
+    size("acc: nb2", nb2);
+    size("acc: nb3", nb3);
+    size("acc: offset", offset);
     opChecks.acc(a, b, nb1, nb2, nb3, offset);
     return this._roomy()
       ? this._adopt("acc", native.wsp_ggml_acc(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
       : this._make("acc", (ctx) => native.wsp_ggml_acc(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_acc_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
-   */
   accInplace(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
     const native = this._live("accInplace");
     this._operand("accInplace", "a", a);
     this._operand("accInplace", "b", b);
-    size("nb1", nb1);
-    size("nb2", nb2);
-    size("nb3", nb3);
-    size("offset", offset);
+    size("accInplace: nb1", nb1);
+    size("accInplace: nb2", nb2);
+    size("accInplace: nb3", nb3);
+    size("accInplace: offset", offset);
     opChecks.accInplace(a, b, nb1, nb2, nb3, offset);
     return this._roomy()
       ? this._adopt("accInplace", native.wsp_ggml_acc_inplace(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
       : this._make("accInplace", (ctx) => native.wsp_ggml_acc_inplace(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sub(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   sub(a: Tensor, b: Tensor): Tensor {
     const native = this._live("sub");
     this._operand("sub", "a", a);
@@ -691,9 +636,6 @@ export abstract class Ops {
       : this._make("sub", (ctx) => native.wsp_ggml_sub(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sub_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   subInplace(a: Tensor, b: Tensor): Tensor {
     const native = this._live("subInplace");
     this._operand("subInplace", "a", a);
@@ -704,9 +646,6 @@ export abstract class Ops {
       : this._make("subInplace", (ctx) => native.wsp_ggml_sub_inplace(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_mul(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   mul(a: Tensor, b: Tensor): Tensor {
     const native = this._live("mul");
     this._operand("mul", "a", a);
@@ -717,9 +656,6 @@ export abstract class Ops {
       : this._make("mul", (ctx) => native.wsp_ggml_mul(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_mul_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   mulInplace(a: Tensor, b: Tensor): Tensor {
     const native = this._live("mulInplace");
     this._operand("mulInplace", "a", a);
@@ -730,9 +666,6 @@ export abstract class Ops {
       : this._make("mulInplace", (ctx) => native.wsp_ggml_mul_inplace(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_div(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   div(a: Tensor, b: Tensor): Tensor {
     const native = this._live("div");
     this._operand("div", "a", a);
@@ -743,9 +676,6 @@ export abstract class Ops {
       : this._make("div", (ctx) => native.wsp_ggml_div(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_div_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   divInplace(a: Tensor, b: Tensor): Tensor {
     const native = this._live("divInplace");
     this._operand("divInplace", "a", a);
@@ -756,9 +686,6 @@ export abstract class Ops {
       : this._make("divInplace", (ctx) => native.wsp_ggml_div_inplace(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sqr(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sqr(a: Tensor): Tensor {
     const native = this._live("sqr");
     this._operand("sqr", "a", a);
@@ -768,9 +695,6 @@ export abstract class Ops {
       : this._make("sqr", (ctx) => native.wsp_ggml_sqr(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sqr_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sqrInplace(a: Tensor): Tensor {
     const native = this._live("sqrInplace");
     this._operand("sqrInplace", "a", a);
@@ -780,9 +704,6 @@ export abstract class Ops {
       : this._make("sqrInplace", (ctx) => native.wsp_ggml_sqr_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sqrt(a: Tensor): Tensor {
     const native = this._live("sqrt");
     this._operand("sqrt", "a", a);
@@ -792,9 +713,6 @@ export abstract class Ops {
       : this._make("sqrt", (ctx) => native.wsp_ggml_sqrt(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sqrt_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sqrtInplace(a: Tensor): Tensor {
     const native = this._live("sqrtInplace");
     this._operand("sqrtInplace", "a", a);
@@ -804,9 +722,6 @@ export abstract class Ops {
       : this._make("sqrtInplace", (ctx) => native.wsp_ggml_sqrt_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_log(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   log(a: Tensor): Tensor {
     const native = this._live("log");
     this._operand("log", "a", a);
@@ -816,9 +731,6 @@ export abstract class Ops {
       : this._make("log", (ctx) => native.wsp_ggml_log(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_log_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   logInplace(a: Tensor): Tensor {
     const native = this._live("logInplace");
     this._operand("logInplace", "a", a);
@@ -828,9 +740,6 @@ export abstract class Ops {
       : this._make("logInplace", (ctx) => native.wsp_ggml_log_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sin(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sin(a: Tensor): Tensor {
     const native = this._live("sin");
     this._operand("sin", "a", a);
@@ -840,9 +749,6 @@ export abstract class Ops {
       : this._make("sin", (ctx) => native.wsp_ggml_sin(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sin_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sinInplace(a: Tensor): Tensor {
     const native = this._live("sinInplace");
     this._operand("sinInplace", "a", a);
@@ -852,9 +758,6 @@ export abstract class Ops {
       : this._make("sinInplace", (ctx) => native.wsp_ggml_sin_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   cos(a: Tensor): Tensor {
     const native = this._live("cos");
     this._operand("cos", "a", a);
@@ -864,9 +767,6 @@ export abstract class Ops {
       : this._make("cos", (ctx) => native.wsp_ggml_cos(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   cosInplace(a: Tensor): Tensor {
     const native = this._live("cosInplace");
     this._operand("cosInplace", "a", a);
@@ -876,11 +776,6 @@ export abstract class Ops {
       : this._make("cosInplace", (ctx) => native.wsp_ggml_cos_inplace(ctx, a._h), a);
   }
 
-  /**
-   * return scalar
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sum(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sum(a: Tensor): Tensor {
     const native = this._live("sum");
     this._operand("sum", "a", a);
@@ -890,11 +785,6 @@ export abstract class Ops {
       : this._make("sum", (ctx) => native.wsp_ggml_sum(ctx, a._h), a);
   }
 
-  /**
-   * sums along rows, with input shape [a,b,c,d] return shape [1,b,c,d]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sum_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sumRows(a: Tensor): Tensor {
     const native = this._live("sumRows");
     this._operand("sumRows", "a", a);
@@ -904,11 +794,6 @@ export abstract class Ops {
       : this._make("sumRows", (ctx) => native.wsp_ggml_sum_rows(ctx, a._h), a);
   }
 
-  /**
-   * mean along rows
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_mean(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   mean(a: Tensor): Tensor {
     const native = this._live("mean");
     this._operand("mean", "a", a);
@@ -918,11 +803,6 @@ export abstract class Ops {
       : this._make("mean", (ctx) => native.wsp_ggml_mean(ctx, a._h), a);
   }
 
-  /**
-   * argmax along rows
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_argmax(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   argmax(a: Tensor): Tensor {
     const native = this._live("argmax");
     this._operand("argmax", "a", a);
@@ -932,11 +812,6 @@ export abstract class Ops {
       : this._make("argmax", (ctx) => native.wsp_ggml_argmax(ctx, a._h), a);
   }
 
-  /**
-   * count number of equal elements in a and b
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_count_equal(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   countEqual(a: Tensor, b: Tensor): Tensor {
     const native = this._live("countEqual");
     this._operand("countEqual", "a", a);
@@ -947,12 +822,6 @@ export abstract class Ops {
       : this._make("countEqual", (ctx) => native.wsp_ggml_count_equal(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * if a is the same shape as b, and a is not parameter, return a
-   * otherwise, return a new tensor: repeat(a) to fit in b
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_repeat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   repeat(a: Tensor, b: Tensor): Tensor {
     const native = this._live("repeat");
     this._operand("repeat", "a", a);
@@ -963,29 +832,19 @@ export abstract class Ops {
       : this._make("repeat", (ctx) => native.wsp_ggml_repeat(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * repeat a to the specified shape
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
-   */
   repeat4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
     const native = this._live("repeat4d");
     this._operand("repeat4d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
-    i64("ne3", ne3);
+    i64("repeat4d: ne0", ne0);
+    i64("repeat4d: ne1", ne1);
+    i64("repeat4d: ne2", ne2);
+    i64("repeat4d: ne3", ne3);
     opChecks.repeat4d(a, ne0, ne1, ne2, ne3);
     return this._roomy()
       ? this._adopt("repeat4d", native.wsp_ggml_repeat_4d(this._h, a._h, ne0, ne1, ne2, ne3), a)
       : this._make("repeat4d", (ctx) => native.wsp_ggml_repeat_4d(ctx, a._h, ne0, ne1, ne2, ne3), a);
   }
 
-  /**
-   * sums repetitions in a into shape of b
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_repeat_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   repeatBack(a: Tensor, b: Tensor): Tensor {
     const native = this._live("repeatBack");
     this._operand("repeatBack", "a", a);
@@ -996,26 +855,17 @@ export abstract class Ops {
       : this._make("repeatBack", (ctx) => native.wsp_ggml_repeat_back(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * concat a and b along dim
-   * used in stable-diffusion
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_concat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int dim)`.
-   */
   concat(a: Tensor, b: Tensor, dim: number): Tensor {
     const native = this._live("concat");
     this._operand("concat", "a", a);
     this._operand("concat", "b", b);
-    int("dim", dim);
+    int("concat: dim", dim);
     opChecks.concat(a, b, dim);
     return this._roomy()
       ? this._adopt("concat", native.wsp_ggml_concat(this._h, a._h, b._h, dim), a, b)
       : this._make("concat", (ctx) => native.wsp_ggml_concat(ctx, a._h, b._h, dim), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_abs(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   abs(a: Tensor): Tensor {
     const native = this._live("abs");
     this._operand("abs", "a", a);
@@ -1025,9 +875,6 @@ export abstract class Ops {
       : this._make("abs", (ctx) => native.wsp_ggml_abs(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_abs_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   absInplace(a: Tensor): Tensor {
     const native = this._live("absInplace");
     this._operand("absInplace", "a", a);
@@ -1037,9 +884,6 @@ export abstract class Ops {
       : this._make("absInplace", (ctx) => native.wsp_ggml_abs_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sgn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sgn(a: Tensor): Tensor {
     const native = this._live("sgn");
     this._operand("sgn", "a", a);
@@ -1049,9 +893,6 @@ export abstract class Ops {
       : this._make("sgn", (ctx) => native.wsp_ggml_sgn(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sgn_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sgnInplace(a: Tensor): Tensor {
     const native = this._live("sgnInplace");
     this._operand("sgnInplace", "a", a);
@@ -1061,9 +902,6 @@ export abstract class Ops {
       : this._make("sgnInplace", (ctx) => native.wsp_ggml_sgn_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_neg(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   neg(a: Tensor): Tensor {
     const native = this._live("neg");
     this._operand("neg", "a", a);
@@ -1073,9 +911,6 @@ export abstract class Ops {
       : this._make("neg", (ctx) => native.wsp_ggml_neg(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_neg_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   negInplace(a: Tensor): Tensor {
     const native = this._live("negInplace");
     this._operand("negInplace", "a", a);
@@ -1085,9 +920,6 @@ export abstract class Ops {
       : this._make("negInplace", (ctx) => native.wsp_ggml_neg_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_step(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   step(a: Tensor): Tensor {
     const native = this._live("step");
     this._operand("step", "a", a);
@@ -1097,9 +929,6 @@ export abstract class Ops {
       : this._make("step", (ctx) => native.wsp_ggml_step(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_step_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   stepInplace(a: Tensor): Tensor {
     const native = this._live("stepInplace");
     this._operand("stepInplace", "a", a);
@@ -1109,9 +938,6 @@ export abstract class Ops {
       : this._make("stepInplace", (ctx) => native.wsp_ggml_step_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_tanh(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   tanh(a: Tensor): Tensor {
     const native = this._live("tanh");
     this._operand("tanh", "a", a);
@@ -1121,9 +947,6 @@ export abstract class Ops {
       : this._make("tanh", (ctx) => native.wsp_ggml_tanh(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_tanh_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   tanhInplace(a: Tensor): Tensor {
     const native = this._live("tanhInplace");
     this._operand("tanhInplace", "a", a);
@@ -1133,9 +956,6 @@ export abstract class Ops {
       : this._make("tanhInplace", (ctx) => native.wsp_ggml_tanh_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_elu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   elu(a: Tensor): Tensor {
     const native = this._live("elu");
     this._operand("elu", "a", a);
@@ -1145,9 +965,6 @@ export abstract class Ops {
       : this._make("elu", (ctx) => native.wsp_ggml_elu(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_elu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   eluInplace(a: Tensor): Tensor {
     const native = this._live("eluInplace");
     this._operand("eluInplace", "a", a);
@@ -1157,9 +974,6 @@ export abstract class Ops {
       : this._make("eluInplace", (ctx) => native.wsp_ggml_elu_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   relu(a: Tensor): Tensor {
     const native = this._live("relu");
     this._operand("relu", "a", a);
@@ -1169,23 +983,17 @@ export abstract class Ops {
       : this._make("relu", (ctx) => native.wsp_ggml_relu(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_leaky_relu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float negative_slope, _Bool inplace)`.
-   */
   leakyRelu(a: Tensor, negativeSlope: number, inplace: boolean): Tensor {
     const native = this._live("leakyRelu");
     this._operand("leakyRelu", "a", a);
-    float("negativeSlope", negativeSlope);
-    bool("inplace", inplace);
+    float("leakyRelu: negativeSlope", negativeSlope);
+    bool("leakyRelu: inplace", inplace);
     opChecks.leakyRelu(a, negativeSlope, inplace);
     return this._roomy()
       ? this._adopt("leakyRelu", native.wsp_ggml_leaky_relu(this._h, a._h, negativeSlope, inplace), a)
       : this._make("leakyRelu", (ctx) => native.wsp_ggml_leaky_relu(ctx, a._h, negativeSlope, inplace), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_relu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   reluInplace(a: Tensor): Tensor {
     const native = this._live("reluInplace");
     this._operand("reluInplace", "a", a);
@@ -1195,9 +1003,6 @@ export abstract class Ops {
       : this._make("reluInplace", (ctx) => native.wsp_ggml_relu_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sigmoid(a: Tensor): Tensor {
     const native = this._live("sigmoid");
     this._operand("sigmoid", "a", a);
@@ -1207,9 +1012,6 @@ export abstract class Ops {
       : this._make("sigmoid", (ctx) => native.wsp_ggml_sigmoid(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_sigmoid_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   sigmoidInplace(a: Tensor): Tensor {
     const native = this._live("sigmoidInplace");
     this._operand("sigmoidInplace", "a", a);
@@ -1219,9 +1021,6 @@ export abstract class Ops {
       : this._make("sigmoidInplace", (ctx) => native.wsp_ggml_sigmoid_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_gelu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   gelu(a: Tensor): Tensor {
     const native = this._live("gelu");
     this._operand("gelu", "a", a);
@@ -1231,9 +1030,6 @@ export abstract class Ops {
       : this._make("gelu", (ctx) => native.wsp_ggml_gelu(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   geluInplace(a: Tensor): Tensor {
     const native = this._live("geluInplace");
     this._operand("geluInplace", "a", a);
@@ -1243,12 +1039,6 @@ export abstract class Ops {
       : this._make("geluInplace", (ctx) => native.wsp_ggml_gelu_inplace(ctx, a._h), a);
   }
 
-  /**
-   * GELU using erf (error function) when possible
-   * some backends may fallback to approximation based on Abramowitz and Stegun formula
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   geluErf(a: Tensor): Tensor {
     const native = this._live("geluErf");
     this._operand("geluErf", "a", a);
@@ -1258,9 +1048,6 @@ export abstract class Ops {
       : this._make("geluErf", (ctx) => native.wsp_ggml_gelu_erf(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_erf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   geluErfInplace(a: Tensor): Tensor {
     const native = this._live("geluErfInplace");
     this._operand("geluErfInplace", "a", a);
@@ -1270,9 +1057,6 @@ export abstract class Ops {
       : this._make("geluErfInplace", (ctx) => native.wsp_ggml_gelu_erf_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   geluQuick(a: Tensor): Tensor {
     const native = this._live("geluQuick");
     this._operand("geluQuick", "a", a);
@@ -1282,9 +1066,6 @@ export abstract class Ops {
       : this._make("geluQuick", (ctx) => native.wsp_ggml_gelu_quick(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_gelu_quick_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   geluQuickInplace(a: Tensor): Tensor {
     const native = this._live("geluQuickInplace");
     this._operand("geluQuickInplace", "a", a);
@@ -1294,9 +1075,6 @@ export abstract class Ops {
       : this._make("geluQuickInplace", (ctx) => native.wsp_ggml_gelu_quick_inplace(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_silu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   silu(a: Tensor): Tensor {
     const native = this._live("silu");
     this._operand("silu", "a", a);
@@ -1306,9 +1084,6 @@ export abstract class Ops {
       : this._make("silu", (ctx) => native.wsp_ggml_silu(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_silu_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   siluInplace(a: Tensor): Tensor {
     const native = this._live("siluInplace");
     this._operand("siluInplace", "a", a);
@@ -1318,12 +1093,6 @@ export abstract class Ops {
       : this._make("siluInplace", (ctx) => native.wsp_ggml_silu_inplace(ctx, a._h), a);
   }
 
-  /**
-   * a - x
-   * b - dy
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_silu_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   siluBack(a: Tensor, b: Tensor): Tensor {
     const native = this._live("siluBack");
     this._operand("siluBack", "a", a);
@@ -1334,11 +1103,6 @@ export abstract class Ops {
       : this._make("siluBack", (ctx) => native.wsp_ggml_silu_back(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * hardswish(x) = x * relu6(x + 3) / 6
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_hardswish(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   hardswish(a: Tensor): Tensor {
     const native = this._live("hardswish");
     this._operand("hardswish", "a", a);
@@ -1348,11 +1112,6 @@ export abstract class Ops {
       : this._make("hardswish", (ctx) => native.wsp_ggml_hardswish(ctx, a._h), a);
   }
 
-  /**
-   * hardsigmoid(x) = relu6(x + 3) / 6
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_hardsigmoid(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   hardsigmoid(a: Tensor): Tensor {
     const native = this._live("hardsigmoid");
     this._operand("hardsigmoid", "a", a);
@@ -1362,9 +1121,6 @@ export abstract class Ops {
       : this._make("hardsigmoid", (ctx) => native.wsp_ggml_hardsigmoid(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_exp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   exp(a: Tensor): Tensor {
     const native = this._live("exp");
     this._operand("exp", "a", a);
@@ -1374,9 +1130,6 @@ export abstract class Ops {
       : this._make("exp", (ctx) => native.wsp_ggml_exp(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_exp_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   expInplace(a: Tensor): Tensor {
     const native = this._live("expInplace");
     this._operand("expInplace", "a", a);
@@ -1386,28 +1139,17 @@ export abstract class Ops {
       : this._make("expInplace", (ctx) => native.wsp_ggml_exp_inplace(ctx, a._h), a);
   }
 
-  /**
-   * gated linear unit ops
-   * A: n columns, r rows,
-   * result is n / 2 columns, r rows,
-   * expects gate in second half of row, unless swapped is true
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_glu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_glu_op op, _Bool swapped)`.
-   */
   glu(a: Tensor, op: GluOp, swapped: boolean): Tensor {
     const native = this._live("glu");
     this._operand("glu", "a", a);
-    member("op", op, GluOp, "GluOp");
-    bool("swapped", swapped);
+    member("glu: op", op, GluOp, "GluOp");
+    bool("glu: swapped", swapped);
     opChecks.glu(a, op, swapped);
     return this._roomy()
       ? this._adopt("glu", native.wsp_ggml_glu(this._h, a._h, op, swapped), a)
       : this._make("glu", (ctx) => native.wsp_ggml_glu(ctx, a._h, op, swapped), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   reglu(a: Tensor): Tensor {
     const native = this._live("reglu");
     this._operand("reglu", "a", a);
@@ -1417,9 +1159,6 @@ export abstract class Ops {
       : this._make("reglu", (ctx) => native.wsp_ggml_reglu(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   regluSwapped(a: Tensor): Tensor {
     const native = this._live("regluSwapped");
     this._operand("regluSwapped", "a", a);
@@ -1429,9 +1168,6 @@ export abstract class Ops {
       : this._make("regluSwapped", (ctx) => native.wsp_ggml_reglu_swapped(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   geglu(a: Tensor): Tensor {
     const native = this._live("geglu");
     this._operand("geglu", "a", a);
@@ -1441,9 +1177,6 @@ export abstract class Ops {
       : this._make("geglu", (ctx) => native.wsp_ggml_geglu(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   gegluSwapped(a: Tensor): Tensor {
     const native = this._live("gegluSwapped");
     this._operand("gegluSwapped", "a", a);
@@ -1453,9 +1186,6 @@ export abstract class Ops {
       : this._make("gegluSwapped", (ctx) => native.wsp_ggml_geglu_swapped(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   swiglu(a: Tensor): Tensor {
     const native = this._live("swiglu");
     this._operand("swiglu", "a", a);
@@ -1465,9 +1195,6 @@ export abstract class Ops {
       : this._make("swiglu", (ctx) => native.wsp_ggml_swiglu(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   swigluSwapped(a: Tensor): Tensor {
     const native = this._live("swigluSwapped");
     this._operand("swigluSwapped", "a", a);
@@ -1477,9 +1204,6 @@ export abstract class Ops {
       : this._make("swigluSwapped", (ctx) => native.wsp_ggml_swiglu_swapped(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   gegluErf(a: Tensor): Tensor {
     const native = this._live("gegluErf");
     this._operand("gegluErf", "a", a);
@@ -1489,9 +1213,6 @@ export abstract class Ops {
       : this._make("gegluErf", (ctx) => native.wsp_ggml_geglu_erf(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   gegluErfSwapped(a: Tensor): Tensor {
     const native = this._live("gegluErfSwapped");
     this._operand("gegluErfSwapped", "a", a);
@@ -1501,9 +1222,6 @@ export abstract class Ops {
       : this._make("gegluErfSwapped", (ctx) => native.wsp_ggml_geglu_erf_swapped(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   gegluQuick(a: Tensor): Tensor {
     const native = this._live("gegluQuick");
     this._operand("gegluQuick", "a", a);
@@ -1513,9 +1231,6 @@ export abstract class Ops {
       : this._make("gegluQuick", (ctx) => native.wsp_ggml_geglu_quick(ctx, a._h), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_swapped(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   gegluQuickSwapped(a: Tensor): Tensor {
     const native = this._live("gegluQuickSwapped");
     this._operand("gegluQuickSwapped", "a", a);
@@ -1525,26 +1240,17 @@ export abstract class Ops {
       : this._make("gegluQuickSwapped", (ctx) => native.wsp_ggml_geglu_quick_swapped(ctx, a._h), a);
   }
 
-  /**
-   * A: n columns, r rows,
-   * B: n columns, r rows,
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_glu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, enum wsp_ggml_glu_op op)`.
-   */
   gluSplit(a: Tensor, b: Tensor, op: GluOp): Tensor {
     const native = this._live("gluSplit");
     this._operand("gluSplit", "a", a);
     this._operand("gluSplit", "b", b);
-    member("op", op, GluOp, "GluOp");
+    member("gluSplit: op", op, GluOp, "GluOp");
     opChecks.gluSplit(a, b, op);
     return this._roomy()
       ? this._adopt("gluSplit", native.wsp_ggml_glu_split(this._h, a._h, b._h, op), a, b)
       : this._make("gluSplit", (ctx) => native.wsp_ggml_glu_split(ctx, a._h, b._h, op), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   regluSplit(a: Tensor, b: Tensor): Tensor {
     const native = this._live("regluSplit");
     this._operand("regluSplit", "a", a);
@@ -1555,9 +1261,6 @@ export abstract class Ops {
       : this._make("regluSplit", (ctx) => native.wsp_ggml_reglu_split(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   gegluSplit(a: Tensor, b: Tensor): Tensor {
     const native = this._live("gegluSplit");
     this._operand("gegluSplit", "a", a);
@@ -1568,9 +1271,6 @@ export abstract class Ops {
       : this._make("gegluSplit", (ctx) => native.wsp_ggml_geglu_split(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   swigluSplit(a: Tensor, b: Tensor): Tensor {
     const native = this._live("swigluSplit");
     this._operand("swigluSplit", "a", a);
@@ -1581,9 +1281,6 @@ export abstract class Ops {
       : this._make("swigluSplit", (ctx) => native.wsp_ggml_swiglu_split(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_erf_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   gegluErfSplit(a: Tensor, b: Tensor): Tensor {
     const native = this._live("gegluErfSplit");
     this._operand("gegluErfSplit", "a", a);
@@ -1594,9 +1291,6 @@ export abstract class Ops {
       : this._make("gegluErfSplit", (ctx) => native.wsp_ggml_geglu_erf_split(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_geglu_quick_split(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   gegluQuickSplit(a: Tensor, b: Tensor): Tensor {
     const native = this._live("gegluQuickSplit");
     this._operand("gegluQuickSplit", "a", a);
@@ -1607,159 +1301,111 @@ export abstract class Ops {
       : this._make("gegluQuickSplit", (ctx) => native.wsp_ggml_geglu_quick_split(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_swiglu_oai(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float alpha, float limit)`.
-   */
   swigluOai(a: Tensor, b: Tensor, alpha: number, limit: number): Tensor {
     const native = this._live("swigluOai");
     this._operand("swigluOai", "a", a);
     this._operand("swigluOai", "b", b);
-    float("alpha", alpha);
-    float("limit", limit);
+    float("swigluOai: alpha", alpha);
+    float("swigluOai: limit", limit);
     opChecks.swigluOai(a, b, alpha, limit);
     return this._roomy()
       ? this._adopt("swigluOai", native.wsp_ggml_swiglu_oai(this._h, a._h, b._h, alpha, limit), a, b)
       : this._make("swigluOai", (ctx) => native.wsp_ggml_swiglu_oai(ctx, a._h, b._h, alpha, limit), a, b);
   }
 
-  /**
-   * normalize along rows
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
-   */
   norm(a: Tensor, eps: number): Tensor {
     const native = this._live("norm");
     this._operand("norm", "a", a);
-    float("eps", eps);
+    float("norm: eps", eps);
     opChecks.norm(a, eps);
     return this._roomy()
       ? this._adopt("norm", native.wsp_ggml_norm(this._h, a._h, eps), a)
       : this._make("norm", (ctx) => native.wsp_ggml_norm(ctx, a._h, eps), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
-   */
   normInplace(a: Tensor, eps: number): Tensor {
     const native = this._live("normInplace");
     this._operand("normInplace", "a", a);
-    float("eps", eps);
+    float("normInplace: eps", eps);
     opChecks.normInplace(a, eps);
     return this._roomy()
       ? this._adopt("normInplace", native.wsp_ggml_norm_inplace(this._h, a._h, eps), a)
       : this._make("normInplace", (ctx) => native.wsp_ggml_norm_inplace(ctx, a._h, eps), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
-   */
   rmsNorm(a: Tensor, eps: number): Tensor {
     const native = this._live("rmsNorm");
     this._operand("rmsNorm", "a", a);
-    float("eps", eps);
+    float("rmsNorm: eps", eps);
     opChecks.rmsNorm(a, eps);
     return this._roomy()
       ? this._adopt("rmsNorm", native.wsp_ggml_rms_norm(this._h, a._h, eps), a)
       : this._make("rmsNorm", (ctx) => native.wsp_ggml_rms_norm(ctx, a._h, eps), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
-   */
   rmsNormInplace(a: Tensor, eps: number): Tensor {
     const native = this._live("rmsNormInplace");
     this._operand("rmsNormInplace", "a", a);
-    float("eps", eps);
+    float("rmsNormInplace: eps", eps);
     opChecks.rmsNormInplace(a, eps);
     return this._roomy()
       ? this._adopt("rmsNormInplace", native.wsp_ggml_rms_norm_inplace(this._h, a._h, eps), a)
       : this._make("rmsNormInplace", (ctx) => native.wsp_ggml_rms_norm_inplace(ctx, a._h, eps), a);
   }
 
-  /**
-   * group normalize along ne0*ne1*n_groups
-   * used in stable-diffusion
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)`.
-   */
   groupNorm(a: Tensor, nGroups: number, eps: number): Tensor {
     const native = this._live("groupNorm");
     this._operand("groupNorm", "a", a);
-    int("nGroups", nGroups);
-    float("eps", eps);
+    int("groupNorm: nGroups", nGroups);
+    float("groupNorm: eps", eps);
     opChecks.groupNorm(a, nGroups, eps);
     return this._roomy()
       ? this._adopt("groupNorm", native.wsp_ggml_group_norm(this._h, a._h, nGroups, eps), a)
       : this._make("groupNorm", (ctx) => native.wsp_ggml_group_norm(ctx, a._h, nGroups, eps), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_group_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_groups, float eps)`.
-   */
   groupNormInplace(a: Tensor, nGroups: number, eps: number): Tensor {
     const native = this._live("groupNormInplace");
     this._operand("groupNormInplace", "a", a);
-    int("nGroups", nGroups);
-    float("eps", eps);
+    int("groupNormInplace: nGroups", nGroups);
+    float("groupNormInplace: eps", eps);
     opChecks.groupNormInplace(a, nGroups, eps);
     return this._roomy()
       ? this._adopt("groupNormInplace", native.wsp_ggml_group_norm_inplace(this._h, a._h, nGroups, eps), a)
       : this._make("groupNormInplace", (ctx) => native.wsp_ggml_group_norm_inplace(ctx, a._h, nGroups, eps), a);
   }
 
-  /**
-   * l2 normalize along rows
-   * used in rwkv v7
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
-   */
   l2Norm(a: Tensor, eps: number): Tensor {
     const native = this._live("l2Norm");
     this._operand("l2Norm", "a", a);
-    float("eps", eps);
+    float("l2Norm: eps", eps);
     opChecks.l2Norm(a, eps);
     return this._roomy()
       ? this._adopt("l2Norm", native.wsp_ggml_l2_norm(this._h, a._h, eps), a)
       : this._make("l2Norm", (ctx) => native.wsp_ggml_l2_norm(ctx, a._h, eps), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_l2_norm_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float eps)`.
-   */
   l2NormInplace(a: Tensor, eps: number): Tensor {
     const native = this._live("l2NormInplace");
     this._operand("l2NormInplace", "a", a);
-    float("eps", eps);
+    float("l2NormInplace: eps", eps);
     opChecks.l2NormInplace(a, eps);
     return this._roomy()
       ? this._adopt("l2NormInplace", native.wsp_ggml_l2_norm_inplace(this._h, a._h, eps), a)
       : this._make("l2NormInplace", (ctx) => native.wsp_ggml_l2_norm_inplace(ctx, a._h, eps), a);
   }
 
-  /**
-   * a - x
-   * b - dy
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rms_norm_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float eps)`.
-   */
   rmsNormBack(a: Tensor, b: Tensor, eps: number): Tensor {
     const native = this._live("rmsNormBack");
     this._operand("rmsNormBack", "a", a);
     this._operand("rmsNormBack", "b", b);
-    float("eps", eps);
+    float("rmsNormBack: eps", eps);
     opChecks.rmsNormBack(a, b, eps);
     return this._roomy()
       ? this._adopt("rmsNormBack", native.wsp_ggml_rms_norm_back(this._h, a._h, b._h, eps), a, b)
       : this._make("rmsNormBack", (ctx) => native.wsp_ggml_rms_norm_back(ctx, a._h, b._h, eps), a, b);
   }
 
-  /**
-   * A: k columns, n rows => [ne03, ne02, n, k]
-   * B: k columns, m rows  (i.e. we transpose it internally) => [ne03 * x, ne02 * y, m, k]
-   * result is n columns, m rows => [ne03 * x, ne02 * y, m, n]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   mulMat(a: Tensor, b: Tensor): Tensor {
     const native = this._live("mulMat");
     this._operand("mulMat", "a", a);
@@ -1770,11 +1416,6 @@ export abstract class Ops {
       : this._make("mulMat", (ctx) => native.wsp_ggml_mul_mat(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * indirect matrix multiplication
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_mul_mat_id(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *as, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *ids)`.
-   */
   mulMatId(as: Tensor, b: Tensor, ids: Tensor): Tensor {
     const native = this._live("mulMatId");
     this._operand("mulMatId", "as", as);
@@ -1786,13 +1427,6 @@ export abstract class Ops {
       : this._make("mulMatId", (ctx) => native.wsp_ggml_mul_mat_id(ctx, as._h, b._h, ids._h), as, b, ids);
   }
 
-  /**
-   * A: m columns, n rows,
-   * B: p columns, n rows,
-   * result is m columns, p rows
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_out_prod(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   outProd(a: Tensor, b: Tensor): Tensor {
     const native = this._live("outProd");
     this._operand("outProd", "a", a);
@@ -1803,171 +1437,122 @@ export abstract class Ops {
       : this._make("outProd", (ctx) => native.wsp_ggml_out_prod(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * operations on tensors without backpropagation
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_scale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)`.
-   */
   scale(a: Tensor, s: number): Tensor {
     const native = this._live("scale");
     this._operand("scale", "a", a);
-    float("s", s);
+    float("scale: s", s);
     opChecks.scale(a, s);
     return this._roomy()
       ? this._adopt("scale", native.wsp_ggml_scale(this._h, a._h, s), a)
       : this._make("scale", (ctx) => native.wsp_ggml_scale(ctx, a._h, s), a);
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_scale_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s)`.
-   */
   scaleInplace(a: Tensor, s: number): Tensor {
     const native = this._live("scaleInplace");
     this._operand("scaleInplace", "a", a);
-    float("s", s);
+    float("scaleInplace: s", s);
     opChecks.scaleInplace(a, s);
     return this._roomy()
       ? this._adopt("scaleInplace", native.wsp_ggml_scale_inplace(this._h, a._h, s), a)
       : this._make("scaleInplace", (ctx) => native.wsp_ggml_scale_inplace(ctx, a._h, s), a);
   }
 
-  /**
-   * x = s * a + b
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)`.
-   */
   scaleBias(a: Tensor, s: number, b: number): Tensor {
     const native = this._live("scaleBias");
     this._operand("scaleBias", "a", a);
-    float("s", s);
-    float("b", b);
+    float("scaleBias: s", s);
+    float("scaleBias: b", b);
     opChecks.scaleBias(a, s, b);
     return this._roomy()
       ? this._adopt("scaleBias", native.wsp_ggml_scale_bias(this._h, a._h, s, b), a)
       : this._make("scaleBias", (ctx) => native.wsp_ggml_scale_bias(ctx, a._h, s, b), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_scale_bias_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float s, float b)`.
-   */
   scaleBiasInplace(a: Tensor, s: number, b: number): Tensor {
     const native = this._live("scaleBiasInplace");
     this._operand("scaleBiasInplace", "a", a);
-    float("s", s);
-    float("b", b);
+    float("scaleBiasInplace: s", s);
+    float("scaleBiasInplace: b", b);
     opChecks.scaleBiasInplace(a, s, b);
     return this._roomy()
       ? this._adopt("scaleBiasInplace", native.wsp_ggml_scale_bias_inplace(this._h, a._h, s, b), a)
       : this._make("scaleBiasInplace", (ctx) => native.wsp_ggml_scale_bias_inplace(ctx, a._h, s, b), a);
   }
 
-  /**
-   * b -> view(a,offset,nb1,nb2,3), return modified a
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_set(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
-   */
   set(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
     const native = this._live("set");
     this._operand("set", "a", a);
     this._operand("set", "b", b);
-    size("nb1", nb1);
-    size("nb2", nb2);
-    size("nb3", nb3);
-    size("offset", offset);
+    size("set: nb1", nb1);
+    size("set: nb2", nb2);
+    size("set: nb3", nb3);
+    size("set: offset", offset);
     opChecks.set(a, b, nb1, nb2, nb3, offset);
     return this._roomy()
       ? this._adopt("set", native.wsp_ggml_set(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
       : this._make("set", (ctx) => native.wsp_ggml_set(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
-  /**
-   * b -> view(a,offset,nb1,nb2,3), return view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_set_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
-   */
   setInplace(a: Tensor, b: Tensor, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
     const native = this._live("setInplace");
     this._operand("setInplace", "a", a);
     this._operand("setInplace", "b", b);
-    size("nb1", nb1);
-    size("nb2", nb2);
-    size("nb3", nb3);
-    size("offset", offset);
+    size("setInplace: nb1", nb1);
+    size("setInplace: nb2", nb2);
+    size("setInplace: nb3", nb3);
+    size("setInplace: offset", offset);
     opChecks.setInplace(a, b, nb1, nb2, nb3, offset);
     return this._roomy()
       ? this._adopt("setInplace", native.wsp_ggml_set_inplace(this._h, a._h, b._h, nb1, nb2, nb3, offset), a, b)
       : this._make("setInplace", (ctx) => native.wsp_ggml_set_inplace(ctx, a._h, b._h, nb1, nb2, nb3, offset), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)`.
-   */
   set1d(a: Tensor, b: Tensor, offset: number): Tensor {
     const native = this._live("set1d");
     this._operand("set1d", "a", a);
     this._operand("set1d", "b", b);
-    size("offset", offset);
+    size("set1d: offset", offset);
     opChecks.set1d(a, b, offset);
     return this._roomy()
       ? this._adopt("set1d", native.wsp_ggml_set_1d(this._h, a._h, b._h, offset), a, b)
       : this._make("set1d", (ctx) => native.wsp_ggml_set_1d(ctx, a._h, b._h, offset), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_set_1d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t offset)`.
-   */
   set1dInplace(a: Tensor, b: Tensor, offset: number): Tensor {
     const native = this._live("set1dInplace");
     this._operand("set1dInplace", "a", a);
     this._operand("set1dInplace", "b", b);
-    size("offset", offset);
+    size("set1dInplace: offset", offset);
     opChecks.set1dInplace(a, b, offset);
     return this._roomy()
       ? this._adopt("set1dInplace", native.wsp_ggml_set_1d_inplace(this._h, a._h, b._h, offset), a, b)
       : this._make("set1dInplace", (ctx) => native.wsp_ggml_set_1d_inplace(ctx, a._h, b._h, offset), a, b);
   }
 
-  /**
-   * b -> view(a,offset,nb1,nb2,3), return modified a
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)`.
-   */
   set2d(a: Tensor, b: Tensor, nb1: number, offset: number): Tensor {
     const native = this._live("set2d");
     this._operand("set2d", "a", a);
     this._operand("set2d", "b", b);
-    size("nb1", nb1);
-    size("offset", offset);
+    size("set2d: nb1", nb1);
+    size("set2d: offset", offset);
     opChecks.set2d(a, b, nb1, offset);
     return this._roomy()
       ? this._adopt("set2d", native.wsp_ggml_set_2d(this._h, a._h, b._h, nb1, offset), a, b)
       : this._make("set2d", (ctx) => native.wsp_ggml_set_2d(ctx, a._h, b._h, nb1, offset), a, b);
   }
 
-  /**
-   * b -> view(a,offset,nb1,nb2,3), return view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_set_2d_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, size_t nb1, size_t offset)`.
-   */
   set2dInplace(a: Tensor, b: Tensor, nb1: number, offset: number): Tensor {
     const native = this._live("set2dInplace");
     this._operand("set2dInplace", "a", a);
     this._operand("set2dInplace", "b", b);
-    size("nb1", nb1);
-    size("offset", offset);
+    size("set2dInplace: nb1", nb1);
+    size("set2dInplace: offset", offset);
     opChecks.set2dInplace(a, b, nb1, offset);
     return this._roomy()
       ? this._adopt("set2dInplace", native.wsp_ggml_set_2d_inplace(this._h, a._h, b._h, nb1, offset), a, b)
       : this._make("set2dInplace", (ctx) => native.wsp_ggml_set_2d_inplace(ctx, a._h, b._h, nb1, offset), a, b);
   }
 
-  /**
-   * a -> b, return view(b)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cpy(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   cpy(a: Tensor, b: Tensor): Tensor {
     const native = this._live("cpy");
     this._operand("cpy", "a", a);
@@ -1978,26 +1563,16 @@ export abstract class Ops {
       : this._make("cpy", (ctx) => native.wsp_ggml_cpy(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * note: casting from f32 to i32 will discard the fractional part
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cast(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_type type)`.
-   */
   cast(a: Tensor, type: Type): Tensor {
     const native = this._live("cast");
     this._operand("cast", "a", a);
-    member("type", type, Type, "Type");
+    member("cast: type", type, Type, "Type");
     opChecks.cast(a, type);
     return this._roomy()
       ? this._adopt("cast", native.wsp_ggml_cast(this._h, a._h, type), a)
       : this._make("cast", (ctx) => native.wsp_ggml_cast(ctx, a._h, type), a);
   }
 
-  /**
-   * make contiguous
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cont(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   cont(a: Tensor): Tensor {
     const native = this._live("cont");
     this._operand("cont", "a", a);
@@ -2007,72 +1582,52 @@ export abstract class Ops {
       : this._make("cont", (ctx) => native.wsp_ggml_cont(ctx, a._h), a);
   }
 
-  /**
-   * make contiguous, with new shape
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cont_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)`.
-   */
   cont1d(a: Tensor, ne0: number): Tensor {
     const native = this._live("cont1d");
     this._operand("cont1d", "a", a);
-    i64("ne0", ne0);
+    i64("cont1d: ne0", ne0);
     opChecks.cont1d(a, ne0);
     return this._roomy()
       ? this._adopt("cont1d", native.wsp_ggml_cont_1d(this._h, a._h, ne0), a)
       : this._make("cont1d", (ctx) => native.wsp_ggml_cont_1d(ctx, a._h, ne0), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cont_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)`.
-   */
   cont2d(a: Tensor, ne0: number, ne1: number): Tensor {
     const native = this._live("cont2d");
     this._operand("cont2d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
+    i64("cont2d: ne0", ne0);
+    i64("cont2d: ne1", ne1);
     opChecks.cont2d(a, ne0, ne1);
     return this._roomy()
       ? this._adopt("cont2d", native.wsp_ggml_cont_2d(this._h, a._h, ne0, ne1), a)
       : this._make("cont2d", (ctx) => native.wsp_ggml_cont_2d(ctx, a._h, ne0, ne1), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cont_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)`.
-   */
   cont3d(a: Tensor, ne0: number, ne1: number, ne2: number): Tensor {
     const native = this._live("cont3d");
     this._operand("cont3d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
+    i64("cont3d: ne0", ne0);
+    i64("cont3d: ne1", ne1);
+    i64("cont3d: ne2", ne2);
     opChecks.cont3d(a, ne0, ne1, ne2);
     return this._roomy()
       ? this._adopt("cont3d", native.wsp_ggml_cont_3d(this._h, a._h, ne0, ne1, ne2), a)
       : this._make("cont3d", (ctx) => native.wsp_ggml_cont_3d(ctx, a._h, ne0, ne1, ne2), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cont_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
-   */
   cont4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
     const native = this._live("cont4d");
     this._operand("cont4d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
-    i64("ne3", ne3);
+    i64("cont4d: ne0", ne0);
+    i64("cont4d: ne1", ne1);
+    i64("cont4d: ne2", ne2);
+    i64("cont4d: ne3", ne3);
     opChecks.cont4d(a, ne0, ne1, ne2, ne3);
     return this._roomy()
       ? this._adopt("cont4d", native.wsp_ggml_cont_4d(this._h, a._h, ne0, ne1, ne2, ne3), a)
       : this._make("cont4d", (ctx) => native.wsp_ggml_cont_4d(ctx, a._h, ne0, ne1, ne2, ne3), a);
   }
 
-  /**
-   * return view(a), b specifies the new shape
-   * TODO: when we start computing gradient, make a copy instead of view
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reshape(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   reshape(a: Tensor, b: Tensor): Tensor {
     const native = this._live("reshape");
     this._operand("reshape", "a", a);
@@ -2083,161 +1638,121 @@ export abstract class Ops {
       : this._make("reshape", (ctx) => native.wsp_ggml_reshape(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * return view(a)
-   * TODO: when we start computing gradient, make a copy instead of view
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0)`.
-   */
   reshape1d(a: Tensor, ne0: number): Tensor {
     const native = this._live("reshape1d");
     this._operand("reshape1d", "a", a);
-    i64("ne0", ne0);
+    i64("reshape1d: ne0", ne0);
     opChecks.reshape1d(a, ne0);
     return this._roomy()
       ? this._adopt("reshape1d", native.wsp_ggml_reshape_1d(this._h, a._h, ne0), a)
       : this._make("reshape1d", (ctx) => native.wsp_ggml_reshape_1d(ctx, a._h, ne0), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1)`.
-   */
   reshape2d(a: Tensor, ne0: number, ne1: number): Tensor {
     const native = this._live("reshape2d");
     this._operand("reshape2d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
+    i64("reshape2d: ne0", ne0);
+    i64("reshape2d: ne1", ne1);
     opChecks.reshape2d(a, ne0, ne1);
     return this._roomy()
       ? this._adopt("reshape2d", native.wsp_ggml_reshape_2d(this._h, a._h, ne0, ne1), a)
       : this._make("reshape2d", (ctx) => native.wsp_ggml_reshape_2d(ctx, a._h, ne0, ne1), a);
   }
 
-  /**
-   * return view(a)
-   * TODO: when we start computing gradient, make a copy instead of view
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2)`.
-   */
   reshape3d(a: Tensor, ne0: number, ne1: number, ne2: number): Tensor {
     const native = this._live("reshape3d");
     this._operand("reshape3d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
+    i64("reshape3d: ne0", ne0);
+    i64("reshape3d: ne1", ne1);
+    i64("reshape3d: ne2", ne2);
     opChecks.reshape3d(a, ne0, ne1, ne2);
     return this._roomy()
       ? this._adopt("reshape3d", native.wsp_ggml_reshape_3d(this._h, a._h, ne0, ne1, ne2), a)
       : this._make("reshape3d", (ctx) => native.wsp_ggml_reshape_3d(ctx, a._h, ne0, ne1, ne2), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_reshape_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3)`.
-   */
   reshape4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number): Tensor {
     const native = this._live("reshape4d");
     this._operand("reshape4d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
-    i64("ne3", ne3);
+    i64("reshape4d: ne0", ne0);
+    i64("reshape4d: ne1", ne1);
+    i64("reshape4d: ne2", ne2);
+    i64("reshape4d: ne3", ne3);
     opChecks.reshape4d(a, ne0, ne1, ne2, ne3);
     return this._roomy()
       ? this._adopt("reshape4d", native.wsp_ggml_reshape_4d(this._h, a._h, ne0, ne1, ne2, ne3), a)
       : this._make("reshape4d", (ctx) => native.wsp_ggml_reshape_4d(ctx, a._h, ne0, ne1, ne2, ne3), a);
   }
 
-  /**
-   * offset in bytes
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_view_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, size_t offset)`.
-   */
   view1d(a: Tensor, ne0: number, offset: number): Tensor {
     const native = this._live("view1d");
     this._operand("view1d", "a", a);
-    i64("ne0", ne0);
-    size("offset", offset);
+    i64("view1d: ne0", ne0);
+    size("view1d: offset", offset);
     opChecks.view1d(a, ne0, offset);
     return this._roomy()
       ? this._adopt("view1d", native.wsp_ggml_view_1d(this._h, a._h, ne0, offset), a)
       : this._make("view1d", (ctx) => native.wsp_ggml_view_1d(ctx, a._h, ne0, offset), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_view_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset)`.
-   */
   view2d(a: Tensor, ne0: number, ne1: number, nb1: number, offset: number): Tensor {
     const native = this._live("view2d");
     this._operand("view2d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    size("nb1", nb1);
-    size("offset", offset);
+    i64("view2d: ne0", ne0);
+    i64("view2d: ne1", ne1);
+    size("view2d: nb1", nb1);
+    size("view2d: offset", offset);
     opChecks.view2d(a, ne0, ne1, nb1, offset);
     return this._roomy()
       ? this._adopt("view2d", native.wsp_ggml_view_2d(this._h, a._h, ne0, ne1, nb1, offset), a)
       : this._make("view2d", (ctx) => native.wsp_ggml_view_2d(ctx, a._h, ne0, ne1, nb1, offset), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_view_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset)`.
-   */
   view3d(a: Tensor, ne0: number, ne1: number, ne2: number, nb1: number, nb2: number, offset: number): Tensor {
     const native = this._live("view3d");
     this._operand("view3d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
-    size("nb1", nb1);
-    size("nb2", nb2);
-    size("offset", offset);
+    i64("view3d: ne0", ne0);
+    i64("view3d: ne1", ne1);
+    i64("view3d: ne2", ne2);
+    size("view3d: nb1", nb1);
+    size("view3d: nb2", nb2);
+    size("view3d: offset", offset);
     opChecks.view3d(a, ne0, ne1, ne2, nb1, nb2, offset);
     return this._roomy()
       ? this._adopt("view3d", native.wsp_ggml_view_3d(this._h, a._h, ne0, ne1, ne2, nb1, nb2, offset), a)
       : this._make("view3d", (ctx) => native.wsp_ggml_view_3d(ctx, a._h, ne0, ne1, ne2, nb1, nb2, offset), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_view_4d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset)`.
-   */
   view4d(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, nb1: number, nb2: number, nb3: number, offset: number): Tensor {
     const native = this._live("view4d");
     this._operand("view4d", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
-    i64("ne3", ne3);
-    size("nb1", nb1);
-    size("nb2", nb2);
-    size("nb3", nb3);
-    size("offset", offset);
+    i64("view4d: ne0", ne0);
+    i64("view4d: ne1", ne1);
+    i64("view4d: ne2", ne2);
+    i64("view4d: ne3", ne3);
+    size("view4d: nb1", nb1);
+    size("view4d: nb2", nb2);
+    size("view4d: nb3", nb3);
+    size("view4d: offset", offset);
     opChecks.view4d(a, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset);
     return this._roomy()
       ? this._adopt("view4d", native.wsp_ggml_view_4d(this._h, a._h, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset), a)
       : this._make("view4d", (ctx) => native.wsp_ggml_view_4d(ctx, a._h, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_permute(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int axis0, int axis1, int axis2, int axis3)`.
-   */
   permute(a: Tensor, axis0: number, axis1: number, axis2: number, axis3: number): Tensor {
     const native = this._live("permute");
     this._operand("permute", "a", a);
-    int("axis0", axis0);
-    int("axis1", axis1);
-    int("axis2", axis2);
-    int("axis3", axis3);
+    int("permute: axis0", axis0);
+    int("permute: axis1", axis1);
+    int("permute: axis2", axis2);
+    int("permute: axis3", axis3);
     opChecks.permute(a, axis0, axis1, axis2, axis3);
     return this._roomy()
       ? this._adopt("permute", native.wsp_ggml_permute(this._h, a._h, axis0, axis1, axis2, axis3), a)
       : this._make("permute", (ctx) => native.wsp_ggml_permute(ctx, a._h, axis0, axis1, axis2, axis3), a);
   }
 
-  /**
-   * alias for wsp_ggml_permute(ctx, a, 1, 0, 2, 3)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_transpose(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   transpose(a: Tensor): Tensor {
     const native = this._live("transpose");
     this._operand("transpose", "a", a);
@@ -2247,15 +1762,6 @@ export abstract class Ops {
       : this._make("transpose", (ctx) => native.wsp_ggml_transpose(ctx, a._h), a);
   }
 
-  /**
-   * supports 4D a:
-   * a     [n_embd, ne1, ne2, ne3]
-   * b I32 [n_rows, ne2, ne3, 1]
-   *
-   * return [n_embd, n_rows, ne2, ne3]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   getRows(a: Tensor, b: Tensor): Tensor {
     const native = this._live("getRows");
     this._operand("getRows", "a", a);
@@ -2266,9 +1772,6 @@ export abstract class Ops {
       : this._make("getRows", (ctx) => native.wsp_ggml_get_rows(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_get_rows_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
-   */
   getRowsBack(a: Tensor, b: Tensor, c: Tensor): Tensor {
     const native = this._live("getRowsBack");
     this._operand("getRowsBack", "a", a);
@@ -2280,21 +1783,6 @@ export abstract class Ops {
       : this._make("getRowsBack", (ctx) => native.wsp_ggml_get_rows_back(ctx, a._h, b._h, c._h), a, b, c);
   }
 
-  /**
-   * a TD  [n_embd, ne1,    ne2,    ne3]
-   * b TS  [n_embd, n_rows, ne02,   ne03] | ne02 == ne2, ne03 == ne3
-   * c I64 [n_rows, ne11,   ne12,   1]    | c[i] in [0, ne1)
-   *
-   * undefined behavior if destination rows overlap
-   *
-   * broadcast:
-   *   ne2 % ne11 == 0
-   *   ne3 % ne12 == 0
-   *
-   * return view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_set_rows(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
-   */
   setRows(a: Tensor, b: Tensor, c: Tensor): Tensor {
     const native = this._live("setRows");
     this._operand("setRows", "a", a);
@@ -2306,9 +1794,6 @@ export abstract class Ops {
       : this._make("setRows", (ctx) => native.wsp_ggml_set_rows(ctx, a._h, b._h, c._h), a, b, c);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_diag(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   diag(a: Tensor): Tensor {
     const native = this._live("diag");
     this._operand("diag", "a", a);
@@ -2318,69 +1803,46 @@ export abstract class Ops {
       : this._make("diag", (ctx) => native.wsp_ggml_diag(ctx, a._h), a);
   }
 
-  /**
-   * set elements above the diagonal to -INF
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
-   */
   diagMaskInf(a: Tensor, nPast: number): Tensor {
     const native = this._live("diagMaskInf");
     this._operand("diagMaskInf", "a", a);
-    int("nPast", nPast);
+    int("diagMaskInf: nPast", nPast);
     opChecks.diagMaskInf(a, nPast);
     return this._roomy()
       ? this._adopt("diagMaskInf", native.wsp_ggml_diag_mask_inf(this._h, a._h, nPast), a)
       : this._make("diagMaskInf", (ctx) => native.wsp_ggml_diag_mask_inf(ctx, a._h, nPast), a);
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_inf_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
-   */
   diagMaskInfInplace(a: Tensor, nPast: number): Tensor {
     const native = this._live("diagMaskInfInplace");
     this._operand("diagMaskInfInplace", "a", a);
-    int("nPast", nPast);
+    int("diagMaskInfInplace: nPast", nPast);
     opChecks.diagMaskInfInplace(a, nPast);
     return this._roomy()
       ? this._adopt("diagMaskInfInplace", native.wsp_ggml_diag_mask_inf_inplace(this._h, a._h, nPast), a)
       : this._make("diagMaskInfInplace", (ctx) => native.wsp_ggml_diag_mask_inf_inplace(ctx, a._h, nPast), a);
   }
 
-  /**
-   * set elements above the diagonal to 0
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
-   */
   diagMaskZero(a: Tensor, nPast: number): Tensor {
     const native = this._live("diagMaskZero");
     this._operand("diagMaskZero", "a", a);
-    int("nPast", nPast);
+    int("diagMaskZero: nPast", nPast);
     opChecks.diagMaskZero(a, nPast);
     return this._roomy()
       ? this._adopt("diagMaskZero", native.wsp_ggml_diag_mask_zero(this._h, a._h, nPast), a)
       : this._make("diagMaskZero", (ctx) => native.wsp_ggml_diag_mask_zero(ctx, a._h, nPast), a);
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_diag_mask_zero_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int n_past)`.
-   */
   diagMaskZeroInplace(a: Tensor, nPast: number): Tensor {
     const native = this._live("diagMaskZeroInplace");
     this._operand("diagMaskZeroInplace", "a", a);
-    int("nPast", nPast);
+    int("diagMaskZeroInplace: nPast", nPast);
     opChecks.diagMaskZeroInplace(a, nPast);
     return this._roomy()
       ? this._adopt("diagMaskZeroInplace", native.wsp_ggml_diag_mask_zero_inplace(this._h, a._h, nPast), a)
       : this._make("diagMaskZeroInplace", (ctx) => native.wsp_ggml_diag_mask_zero_inplace(ctx, a._h, nPast), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   softMax(a: Tensor): Tensor {
     const native = this._live("softMax");
     this._operand("softMax", "a", a);
@@ -2390,11 +1852,6 @@ export abstract class Ops {
       : this._make("softMax", (ctx) => native.wsp_ggml_soft_max(ctx, a._h), a);
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a)`.
-   */
   softMaxInplace(a: Tensor): Tensor {
     const native = this._live("softMaxInplace");
     this._operand("softMaxInplace", "a", a);
@@ -2404,145 +1861,101 @@ export abstract class Ops {
       : this._make("softMaxInplace", (ctx) => native.wsp_ggml_soft_max_inplace(ctx, a._h), a);
   }
 
-  /**
-   * a    [ne0, ne01, ne02, ne03]
-   * mask [ne0, ne11, ne12, ne13] | ne11 >= ne01, F16 or F32, optional
-   *
-   * broadcast:
-   *   ne02 % ne12 == 0
-   *   ne03 % ne13 == 0
-   *
-   * fused soft_max(a*scale + mask*(ALiBi slope))
-   * max_bias = 0.0f for no ALiBi
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *mask, float scale, float max_bias)`.
-   */
   softMaxExt(a: Tensor, mask: Tensor | null, scale: number, maxBias: number): Tensor {
     const native = this._live("softMaxExt");
     this._operand("softMaxExt", "a", a);
     this._operand("softMaxExt", "mask", mask, true);
-    float("scale", scale);
-    float("maxBias", maxBias);
+    float("softMaxExt: scale", scale);
+    float("softMaxExt: maxBias", maxBias);
     opChecks.softMaxExt(a, mask, scale, maxBias);
     return this._roomy()
       ? this._adopt("softMaxExt", native.wsp_ggml_soft_max_ext(this._h, a._h, mask?._h ?? 0, scale, maxBias), a, mask)
       : this._make("softMaxExt", (ctx) => native.wsp_ggml_soft_max_ext(ctx, a._h, mask?._h ?? 0, scale, maxBias), a, mask);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)`.
-   */
   softMaxExtBack(a: Tensor, b: Tensor, scale: number, maxBias: number): Tensor {
     const native = this._live("softMaxExtBack");
     this._operand("softMaxExtBack", "a", a);
     this._operand("softMaxExtBack", "b", b);
-    float("scale", scale);
-    float("maxBias", maxBias);
+    float("softMaxExtBack: scale", scale);
+    float("softMaxExtBack: maxBias", maxBias);
     opChecks.softMaxExtBack(a, b, scale, maxBias);
     return this._roomy()
       ? this._adopt("softMaxExtBack", native.wsp_ggml_soft_max_ext_back(this._h, a._h, b._h, scale, maxBias), a, b)
       : this._make("softMaxExtBack", (ctx) => native.wsp_ggml_soft_max_ext_back(ctx, a._h, b._h, scale, maxBias), a, b);
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_soft_max_ext_back_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, float scale, float max_bias)`.
-   */
   softMaxExtBackInplace(a: Tensor, b: Tensor, scale: number, maxBias: number): Tensor {
     const native = this._live("softMaxExtBackInplace");
     this._operand("softMaxExtBackInplace", "a", a);
     this._operand("softMaxExtBackInplace", "b", b);
-    float("scale", scale);
-    float("maxBias", maxBias);
+    float("softMaxExtBackInplace: scale", scale);
+    float("softMaxExtBackInplace: maxBias", maxBias);
     opChecks.softMaxExtBackInplace(a, b, scale, maxBias);
     return this._roomy()
       ? this._adopt("softMaxExtBackInplace", native.wsp_ggml_soft_max_ext_back_inplace(this._h, a._h, b._h, scale, maxBias), a, b)
       : this._make("softMaxExtBackInplace", (ctx) => native.wsp_ggml_soft_max_ext_back_inplace(ctx, a._h, b._h, scale, maxBias), a, b);
   }
 
-  /**
-   * rotary position embedding
-   * if (mode & 1) - skip n_past elements (NOT SUPPORTED)
-   * if (mode & WSP_GGML_ROPE_TYPE_NEOX) - GPT-NeoX style
-   *
-   * b is an int32 vector with size a->ne[2], it contains the positions
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)`.
-   */
   rope(a: Tensor, b: Tensor, nDims: number, mode: number): Tensor {
     const native = this._live("rope");
     this._operand("rope", "a", a);
     this._operand("rope", "b", b);
-    int("nDims", nDims);
-    int("mode", mode);
+    int("rope: nDims", nDims);
+    int("rope: mode", mode);
     opChecks.rope(a, b, nDims, mode);
     return this._roomy()
       ? this._adopt("rope", native.wsp_ggml_rope(this._h, a._h, b._h, nDims, mode), a, b)
       : this._make("rope", (ctx) => native.wsp_ggml_rope(ctx, a._h, b._h, nDims, mode), a, b);
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode)`.
-   */
   ropeInplace(a: Tensor, b: Tensor, nDims: number, mode: number): Tensor {
     const native = this._live("ropeInplace");
     this._operand("ropeInplace", "a", a);
     this._operand("ropeInplace", "b", b);
-    int("nDims", nDims);
-    int("mode", mode);
+    int("ropeInplace: nDims", nDims);
+    int("ropeInplace: mode", mode);
     opChecks.ropeInplace(a, b, nDims, mode);
     return this._roomy()
       ? this._adopt("ropeInplace", native.wsp_ggml_rope_inplace(this._h, a._h, b._h, nDims, mode), a, b)
       : this._make("ropeInplace", (ctx) => native.wsp_ggml_rope_inplace(ctx, a._h, b._h, nDims, mode), a, b);
   }
 
-  /**
-   * custom RoPE
-   * c is freq factors (e.g. phi3-128k), (optional)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   */
   ropeExt(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeExt");
     this._operand("ropeExt", "a", a);
     this._operand("ropeExt", "b", b);
     this._operand("ropeExt", "c", c, true);
-    int("nDims", nDims);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeExt: nDims", nDims);
+    int("ropeExt: mode", mode);
+    int("ropeExt: nCtxOrig", nCtxOrig);
+    float("ropeExt: freqBase", freqBase);
+    float("ropeExt: freqScale", freqScale);
+    float("ropeExt: extFactor", extFactor);
+    float("ropeExt: attnFactor", attnFactor);
+    float("ropeExt: betaFast", betaFast);
+    float("ropeExt: betaSlow", betaSlow);
     opChecks.ropeExt(a, b, c, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     return this._roomy()
       ? this._adopt("ropeExt", native.wsp_ggml_rope_ext(this._h, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
       : this._make("ropeExt", (ctx) => native.wsp_ggml_rope_ext(ctx, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   */
   ropeMulti(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeMulti");
     this._operand("ropeMulti", "a", a);
     this._operand("ropeMulti", "b", b);
     this._operand("ropeMulti", "c", c, true);
-    int("nDims", nDims);
-    const sectionsC = ints("sections", sections, 4, Int32Array);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeMulti: nDims", nDims);
+    const sectionsC = ints("ropeMulti: sections", sections, 4, Int32Array);
+    int("ropeMulti: mode", mode);
+    int("ropeMulti: nCtxOrig", nCtxOrig);
+    float("ropeMulti: freqBase", freqBase);
+    float("ropeMulti: freqScale", freqScale);
+    float("ropeMulti: extFactor", extFactor);
+    float("ropeMulti: attnFactor", attnFactor);
+    float("ropeMulti: betaFast", betaFast);
+    float("ropeMulti: betaSlow", betaSlow);
     opChecks.ropeMulti(a, b, c, nDims, sections, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     const result = this._roomy()
       ? this._adopt("ropeMulti", native.wsp_ggml_rope_multi(this._h, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
@@ -2551,49 +1964,41 @@ export abstract class Ops {
     return result;
   }
 
-  /**
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   */
   ropeExtInplace(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeExtInplace");
     this._operand("ropeExtInplace", "a", a);
     this._operand("ropeExtInplace", "b", b);
     this._operand("ropeExtInplace", "c", c, true);
-    int("nDims", nDims);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeExtInplace: nDims", nDims);
+    int("ropeExtInplace: mode", mode);
+    int("ropeExtInplace: nCtxOrig", nCtxOrig);
+    float("ropeExtInplace: freqBase", freqBase);
+    float("ropeExtInplace: freqScale", freqScale);
+    float("ropeExtInplace: extFactor", extFactor);
+    float("ropeExtInplace: attnFactor", attnFactor);
+    float("ropeExtInplace: betaFast", betaFast);
+    float("ropeExtInplace: betaSlow", betaSlow);
     opChecks.ropeExtInplace(a, b, c, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     return this._roomy()
       ? this._adopt("ropeExtInplace", native.wsp_ggml_rope_ext_inplace(this._h, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
       : this._make("ropeExtInplace", (ctx) => native.wsp_ggml_rope_ext_inplace(ctx, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   */
   ropeMultiInplace(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeMultiInplace");
     this._operand("ropeMultiInplace", "a", a);
     this._operand("ropeMultiInplace", "b", b);
     this._operand("ropeMultiInplace", "c", c, true);
-    int("nDims", nDims);
-    const sectionsC = ints("sections", sections, 4, Int32Array);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeMultiInplace: nDims", nDims);
+    const sectionsC = ints("ropeMultiInplace: sections", sections, 4, Int32Array);
+    int("ropeMultiInplace: mode", mode);
+    int("ropeMultiInplace: nCtxOrig", nCtxOrig);
+    float("ropeMultiInplace: freqBase", freqBase);
+    float("ropeMultiInplace: freqScale", freqScale);
+    float("ropeMultiInplace: extFactor", extFactor);
+    float("ropeMultiInplace: attnFactor", attnFactor);
+    float("ropeMultiInplace: betaFast", betaFast);
+    float("ropeMultiInplace: betaSlow", betaSlow);
     opChecks.ropeMultiInplace(a, b, c, nDims, sections, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     const result = this._roomy()
       ? this._adopt("ropeMultiInplace", native.wsp_ggml_rope_multi_inplace(this._h, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
@@ -2602,98 +2007,79 @@ export abstract class Ops {
     return result;
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_custom(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   *
-   * @deprecated (WSP_GGML_DEPRECATED in the header)
-   */
   ropeCustom(a: Tensor, b: Tensor, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeCustom");
     this._operand("ropeCustom", "a", a);
     this._operand("ropeCustom", "b", b);
-    int("nDims", nDims);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeCustom: nDims", nDims);
+    int("ropeCustom: mode", mode);
+    int("ropeCustom: nCtxOrig", nCtxOrig);
+    float("ropeCustom: freqBase", freqBase);
+    float("ropeCustom: freqScale", freqScale);
+    float("ropeCustom: extFactor", extFactor);
+    float("ropeCustom: attnFactor", attnFactor);
+    float("ropeCustom: betaFast", betaFast);
+    float("ropeCustom: betaSlow", betaSlow);
     opChecks.ropeCustom(a, b, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     return this._roomy()
       ? this._adopt("ropeCustom", native.wsp_ggml_rope_custom(this._h, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b)
       : this._make("ropeCustom", (ctx) => native.wsp_ggml_rope_custom(ctx, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_custom_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   *
-   * @deprecated (WSP_GGML_DEPRECATED in the header)
-   */
   ropeCustomInplace(a: Tensor, b: Tensor, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeCustomInplace");
     this._operand("ropeCustomInplace", "a", a);
     this._operand("ropeCustomInplace", "b", b);
-    int("nDims", nDims);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeCustomInplace: nDims", nDims);
+    int("ropeCustomInplace: mode", mode);
+    int("ropeCustomInplace: nCtxOrig", nCtxOrig);
+    float("ropeCustomInplace: freqBase", freqBase);
+    float("ropeCustomInplace: freqScale", freqScale);
+    float("ropeCustomInplace: extFactor", extFactor);
+    float("ropeCustomInplace: attnFactor", attnFactor);
+    float("ropeCustomInplace: betaFast", betaFast);
+    float("ropeCustomInplace: betaSlow", betaSlow);
     opChecks.ropeCustomInplace(a, b, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     return this._roomy()
       ? this._adopt("ropeCustomInplace", native.wsp_ggml_rope_custom_inplace(this._h, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b)
       : this._make("ropeCustomInplace", (ctx) => native.wsp_ggml_rope_custom_inplace(ctx, a._h, b._h, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b);
   }
 
-  /**
-   * rotary position embedding backward, i.e compute dx from dy
-   * a - dy
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_ext_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   */
   ropeExtBack(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeExtBack");
     this._operand("ropeExtBack", "a", a);
     this._operand("ropeExtBack", "b", b);
     this._operand("ropeExtBack", "c", c, true);
-    int("nDims", nDims);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeExtBack: nDims", nDims);
+    int("ropeExtBack: mode", mode);
+    int("ropeExtBack: nCtxOrig", nCtxOrig);
+    float("ropeExtBack: freqBase", freqBase);
+    float("ropeExtBack: freqScale", freqScale);
+    float("ropeExtBack: extFactor", extFactor);
+    float("ropeExtBack: attnFactor", attnFactor);
+    float("ropeExtBack: betaFast", betaFast);
+    float("ropeExtBack: betaSlow", betaSlow);
     opChecks.ropeExtBack(a, b, c, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     return this._roomy()
       ? this._adopt("ropeExtBack", native.wsp_ggml_rope_ext_back(this._h, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
       : this._make("ropeExtBack", (ctx) => native.wsp_ggml_rope_ext_back(ctx, a._h, b._h, c?._h ?? 0, nDims, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rope_multi_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c, int n_dims, int[4] sections, int mode, int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast, float beta_slow)`.
-   */
   ropeMultiBack(a: Tensor, b: Tensor, c: Tensor | null, nDims: number, sections: readonly [number, number, number, number], mode: number, nCtxOrig: number, freqBase: number, freqScale: number, extFactor: number, attnFactor: number, betaFast: number, betaSlow: number): Tensor {
     const native = this._live("ropeMultiBack");
     this._operand("ropeMultiBack", "a", a);
     this._operand("ropeMultiBack", "b", b);
     this._operand("ropeMultiBack", "c", c, true);
-    int("nDims", nDims);
-    const sectionsC = ints("sections", sections, 4, Int32Array);
-    int("mode", mode);
-    int("nCtxOrig", nCtxOrig);
-    float("freqBase", freqBase);
-    float("freqScale", freqScale);
-    float("extFactor", extFactor);
-    float("attnFactor", attnFactor);
-    float("betaFast", betaFast);
-    float("betaSlow", betaSlow);
+    int("ropeMultiBack: nDims", nDims);
+    const sectionsC = ints("ropeMultiBack: sections", sections, 4, Int32Array);
+    int("ropeMultiBack: mode", mode);
+    int("ropeMultiBack: nCtxOrig", nCtxOrig);
+    float("ropeMultiBack: freqBase", freqBase);
+    float("ropeMultiBack: freqScale", freqScale);
+    float("ropeMultiBack: extFactor", extFactor);
+    float("ropeMultiBack: attnFactor", attnFactor);
+    float("ropeMultiBack: betaFast", betaFast);
+    float("ropeMultiBack: betaSlow", betaSlow);
     opChecks.ropeMultiBack(a, b, c, nDims, sections, mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow);
     const result = this._roomy()
       ? this._adopt("ropeMultiBack", native.wsp_ggml_rope_multi_back(this._h, a._h, b._h, c?._h ?? 0, nDims, ffi.addressOf(sectionsC), mode, nCtxOrig, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow), a, b, c)
@@ -2702,62 +2088,47 @@ export abstract class Ops {
     return result;
   }
 
-  /**
-   * clamp
-   * in-place, returns view(a)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_clamp(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, float min, float max)`.
-   */
   clamp(a: Tensor, min: number, max: number): Tensor {
     const native = this._live("clamp");
     this._operand("clamp", "a", a);
-    float("min", min);
-    float("max", max);
+    float("clamp: min", min);
+    float("clamp: max", max);
     opChecks.clamp(a, min, max);
     return this._roomy()
       ? this._adopt("clamp", native.wsp_ggml_clamp(this._h, a._h, min, max), a)
       : this._make("clamp", (ctx) => native.wsp_ggml_clamp(ctx, a._h, min, max), a);
   }
 
-  /**
-   * im2col
-   * converts data into a format that effectively results in a convolution when combined with matrix multiplication
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_im2col(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D, enum wsp_ggml_type dst_type)`.
-   */
   im2col(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number, is2D: boolean, dstType: Type): Tensor {
     const native = this._live("im2col");
     this._operand("im2col", "a", a);
     this._operand("im2col", "b", b);
-    int("s0", s0);
-    int("s1", s1);
-    int("p0", p0);
-    int("p1", p1);
-    int("d0", d0);
-    int("d1", d1);
-    bool("is2D", is2D);
-    member("dstType", dstType, Type, "Type");
+    int("im2col: s0", s0);
+    int("im2col: s1", s1);
+    int("im2col: p0", p0);
+    int("im2col: p1", p1);
+    int("im2col: d0", d0);
+    int("im2col: d1", d1);
+    bool("im2col: is2D", is2D);
+    member("im2col: dstType", dstType, Type, "Type");
     opChecks.im2col(a, b, s0, s1, p0, p1, d0, d1, is2D, dstType);
     return this._roomy()
       ? this._adopt("im2col", native.wsp_ggml_im2col(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1, is2D, dstType), a, b)
       : this._make("im2col", (ctx) => native.wsp_ggml_im2col(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1, is2D, dstType), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t *ne, int s0, int s1, int p0, int p1, int d0, int d1, _Bool is_2D)`.
-   */
   im2colBack(a: Tensor, b: Tensor, ne: readonly [number, number, number, number], s0: number, s1: number, p0: number, p1: number, d0: number, d1: number, is2D: boolean): Tensor {
     const native = this._live("im2colBack");
     this._operand("im2colBack", "a", a);
     this._operand("im2colBack", "b", b);
-    const neC = ints("ne", ne, 4, BigInt64Array);
-    int("s0", s0);
-    int("s1", s1);
-    int("p0", p0);
-    int("p1", p1);
-    int("d0", d0);
-    int("d1", d1);
-    bool("is2D", is2D);
+    const neC = ints("im2colBack: ne", ne, 4, BigInt64Array);
+    int("im2colBack: s0", s0);
+    int("im2colBack: s1", s1);
+    int("im2colBack: p0", p0);
+    int("im2colBack: p1", p1);
+    int("im2colBack: d0", d0);
+    int("im2colBack: d1", d1);
+    bool("im2colBack: is2D", is2D);
     opChecks.im2colBack(a, b, ne, s0, s1, p0, p1, d0, d1, is2D);
     const result = this._roomy()
       ? this._adopt("im2colBack", native.wsp_ggml_im2col_back(this._h, a._h, b._h, ffi.addressOf(neC), s0, s1, p0, p1, d0, d1, is2D), a, b)
@@ -2766,172 +2137,126 @@ export abstract class Ops {
     return result;
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
-   */
   conv1d(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
     const native = this._live("conv1d");
     this._operand("conv1d", "a", a);
     this._operand("conv1d", "b", b);
-    int("s0", s0);
-    int("p0", p0);
-    int("d0", d0);
+    int("conv1d: s0", s0);
+    int("conv1d: p0", p0);
+    int("conv1d: d0", d0);
     opChecks.conv1d(a, b, s0, p0, d0);
     return this._roomy()
       ? this._adopt("conv1d", native.wsp_ggml_conv_1d(this._h, a._h, b._h, s0, p0, d0), a, b)
       : this._make("conv1d", (ctx) => native.wsp_ggml_conv_1d(ctx, a._h, b._h, s0, p0, d0), a, b);
   }
 
-  /**
-   * conv_1d with padding = half
-   * alias for wsp_ggml_conv_1d(a, b, s, a->ne[0]/2, d)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s, int d)`.
-   */
   conv1dPh(a: Tensor, b: Tensor, s: number, d: number): Tensor {
     const native = this._live("conv1dPh");
     this._operand("conv1dPh", "a", a);
     this._operand("conv1dPh", "b", b);
-    int("s", s);
-    int("d", d);
+    int("conv1dPh: s", s);
+    int("conv1dPh: d", d);
     opChecks.conv1dPh(a, b, s, d);
     return this._roomy()
       ? this._adopt("conv1dPh", native.wsp_ggml_conv_1d_ph(this._h, a._h, b._h, s, d), a, b)
       : this._make("conv1dPh", (ctx) => native.wsp_ggml_conv_1d_ph(ctx, a._h, b._h, s, d), a, b);
   }
 
-  /**
-   * depthwise
-   * TODO: this is very likely wrong for some cases! - needs more testing
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
-   */
   conv1dDw(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
     const native = this._live("conv1dDw");
     this._operand("conv1dDw", "a", a);
     this._operand("conv1dDw", "b", b);
-    int("s0", s0);
-    int("p0", p0);
-    int("d0", d0);
+    int("conv1dDw: s0", s0);
+    int("conv1dDw: p0", p0);
+    int("conv1dDw: d0", d0);
     opChecks.conv1dDw(a, b, s0, p0, d0);
     return this._roomy()
       ? this._adopt("conv1dDw", native.wsp_ggml_conv_1d_dw(this._h, a._h, b._h, s0, p0, d0), a, b)
       : this._make("conv1dDw", (ctx) => native.wsp_ggml_conv_1d_dw(ctx, a._h, b._h, s0, p0, d0), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_1d_dw_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int d0)`.
-   */
   conv1dDwPh(a: Tensor, b: Tensor, s0: number, d0: number): Tensor {
     const native = this._live("conv1dDwPh");
     this._operand("conv1dDwPh", "a", a);
     this._operand("conv1dDwPh", "b", b);
-    int("s0", s0);
-    int("d0", d0);
+    int("conv1dDwPh: s0", s0);
+    int("conv1dDwPh: d0", d0);
     opChecks.conv1dDwPh(a, b, s0, d0);
     return this._roomy()
       ? this._adopt("conv1dDwPh", native.wsp_ggml_conv_1d_dw_ph(this._h, a._h, b._h, s0, d0), a, b)
       : this._make("conv1dDwPh", (ctx) => native.wsp_ggml_conv_1d_dw_ph(ctx, a._h, b._h, s0, d0), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int p0, int d0)`.
-   */
   convTranspose1d(a: Tensor, b: Tensor, s0: number, p0: number, d0: number): Tensor {
     const native = this._live("convTranspose1d");
     this._operand("convTranspose1d", "a", a);
     this._operand("convTranspose1d", "b", b);
-    int("s0", s0);
-    int("p0", p0);
-    int("d0", d0);
+    int("convTranspose1d: s0", s0);
+    int("convTranspose1d: p0", p0);
+    int("convTranspose1d: d0", d0);
     opChecks.convTranspose1d(a, b, s0, p0, d0);
     return this._roomy()
       ? this._adopt("convTranspose1d", native.wsp_ggml_conv_transpose_1d(this._h, a._h, b._h, s0, p0, d0), a, b)
       : this._make("convTranspose1d", (ctx) => native.wsp_ggml_conv_transpose_1d(ctx, a._h, b._h, s0, p0, d0), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
-   */
   conv2d(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
     const native = this._live("conv2d");
     this._operand("conv2d", "a", a);
     this._operand("conv2d", "b", b);
-    int("s0", s0);
-    int("s1", s1);
-    int("p0", p0);
-    int("p1", p1);
-    int("d0", d0);
-    int("d1", d1);
+    int("conv2d: s0", s0);
+    int("conv2d: s1", s1);
+    int("conv2d: p0", p0);
+    int("conv2d: p1", p1);
+    int("conv2d: d0", d0);
+    int("conv2d: d1", d1);
     opChecks.conv2d(a, b, s0, s1, p0, p1, d0, d1);
     return this._roomy()
       ? this._adopt("conv2d", native.wsp_ggml_conv_2d(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b)
       : this._make("conv2d", (ctx) => native.wsp_ggml_conv_2d(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_im2col_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, enum wsp_ggml_type dst_type)`.
-   */
   im2col3d(a: Tensor, b: Tensor, IC: number, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number, dstType: Type): Tensor {
     const native = this._live("im2col3d");
     this._operand("im2col3d", "a", a);
     this._operand("im2col3d", "b", b);
-    i64("IC", IC);
-    int("s0", s0);
-    int("s1", s1);
-    int("s2", s2);
-    int("p0", p0);
-    int("p1", p1);
-    int("p2", p2);
-    int("d0", d0);
-    int("d1", d1);
-    int("d2", d2);
-    member("dstType", dstType, Type, "Type");
+    i64("im2col3d: IC", IC);
+    int("im2col3d: s0", s0);
+    int("im2col3d: s1", s1);
+    int("im2col3d: s2", s2);
+    int("im2col3d: p0", p0);
+    int("im2col3d: p1", p1);
+    int("im2col3d: p2", p2);
+    int("im2col3d: d0", d0);
+    int("im2col3d: d1", d1);
+    int("im2col3d: d2", d2);
+    member("im2col3d: dstType", dstType, Type, "Type");
     opChecks.im2col3d(a, b, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2, dstType);
     return this._roomy()
       ? this._adopt("im2col3d", native.wsp_ggml_im2col_3d(this._h, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2, dstType), a, b)
       : this._make("im2col3d", (ctx) => native.wsp_ggml_im2col_3d(ctx, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2, dstType), a, b);
   }
 
-  /**
-   * a: [OC*IC, KD, KH, KW]
-   * b: [N*IC, ID, IH, IW]
-   * result: [N*OC, OD, OH, OW]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int64_t IC, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2)`.
-   */
   conv3d(a: Tensor, b: Tensor, IC: number, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number): Tensor {
     const native = this._live("conv3d");
     this._operand("conv3d", "a", a);
     this._operand("conv3d", "b", b);
-    i64("IC", IC);
-    int("s0", s0);
-    int("s1", s1);
-    int("s2", s2);
-    int("p0", p0);
-    int("p1", p1);
-    int("p2", p2);
-    int("d0", d0);
-    int("d1", d1);
-    int("d2", d2);
+    i64("conv3d: IC", IC);
+    int("conv3d: s0", s0);
+    int("conv3d: s1", s1);
+    int("conv3d: s2", s2);
+    int("conv3d: p0", p0);
+    int("conv3d: p1", p1);
+    int("conv3d: p2", p2);
+    int("conv3d: d0", d0);
+    int("conv3d: d1", d1);
+    int("conv3d: d2", d2);
     opChecks.conv3d(a, b, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2);
     return this._roomy()
       ? this._adopt("conv3d", native.wsp_ggml_conv_3d(this._h, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2), a, b)
       : this._make("conv3d", (ctx) => native.wsp_ggml_conv_3d(ctx, a._h, b._h, IC, s0, s1, s2, p0, p1, p2, d0, d1, d2), a, b);
   }
 
-  /**
-   * kernel size is a->ne[0] x a->ne[1]
-   * stride is equal to kernel size
-   * padding is zero
-   * example:
-   * a:     16   16    3  768
-   * b:   1024 1024    3    1
-   * res:   64   64  768    1
-   * used in sam
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_sk_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   conv2dSkP0(a: Tensor, b: Tensor): Tensor {
     const native = this._live("conv2dSkP0");
     this._operand("conv2dSkP0", "a", a);
@@ -2942,18 +2267,6 @@ export abstract class Ops {
       : this._make("conv2dSkP0", (ctx) => native.wsp_ggml_conv_2d_sk_p0(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * kernel size is a->ne[0] x a->ne[1]
-   * stride is 1
-   * padding is half
-   * example:
-   * a:      3    3    256  256
-   * b:     64   64    256    1
-   * res:   64   64    256    1
-   * used in sam
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_s1_ph(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   conv2dS1Ph(a: Tensor, b: Tensor): Tensor {
     const native = this._live("conv2dS1Ph");
     this._operand("conv2dS1Ph", "a", a);
@@ -2964,407 +2277,296 @@ export abstract class Ops {
       : this._make("conv2dS1Ph", (ctx) => native.wsp_ggml_conv_2d_s1_ph(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * depthwise (via im2col and mul_mat)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
-   */
   conv2dDw(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
     const native = this._live("conv2dDw");
     this._operand("conv2dDw", "a", a);
     this._operand("conv2dDw", "b", b);
-    int("s0", s0);
-    int("s1", s1);
-    int("p0", p0);
-    int("p1", p1);
-    int("d0", d0);
-    int("d1", d1);
+    int("conv2dDw: s0", s0);
+    int("conv2dDw: s1", s1);
+    int("conv2dDw: p0", p0);
+    int("conv2dDw: p1", p1);
+    int("conv2dDw: d0", d0);
+    int("conv2dDw: d1", d1);
     opChecks.conv2dDw(a, b, s0, s1, p0, p1, d0, d1);
     return this._roomy()
       ? this._adopt("conv2dDw", native.wsp_ggml_conv_2d_dw(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b)
       : this._make("conv2dDw", (ctx) => native.wsp_ggml_conv_2d_dw(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b);
   }
 
-  /**
-   * Depthwise 2D convolution
-   * may be faster than wsp_ggml_conv_2d_dw, but not available in all backends
-   * a:   KW    KH    1    C    convolution kernel
-   * b:   W     H     C    N    input data
-   * res: W_out H_out C    N
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_dw_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride0, int stride1, int pad0, int pad1, int dilation0, int dilation1)`.
-   */
   conv2dDwDirect(a: Tensor, b: Tensor, stride0: number, stride1: number, pad0: number, pad1: number, dilation0: number, dilation1: number): Tensor {
     const native = this._live("conv2dDwDirect");
     this._operand("conv2dDwDirect", "a", a);
     this._operand("conv2dDwDirect", "b", b);
-    int("stride0", stride0);
-    int("stride1", stride1);
-    int("pad0", pad0);
-    int("pad1", pad1);
-    int("dilation0", dilation0);
-    int("dilation1", dilation1);
+    int("conv2dDwDirect: stride0", stride0);
+    int("conv2dDwDirect: stride1", stride1);
+    int("conv2dDwDirect: pad0", pad0);
+    int("conv2dDwDirect: pad1", pad1);
+    int("conv2dDwDirect: dilation0", dilation0);
+    int("conv2dDwDirect: dilation1", dilation1);
     opChecks.conv2dDwDirect(a, b, stride0, stride1, pad0, pad1, dilation0, dilation1);
     return this._roomy()
       ? this._adopt("conv2dDwDirect", native.wsp_ggml_conv_2d_dw_direct(this._h, a._h, b._h, stride0, stride1, pad0, pad1, dilation0, dilation1), a, b)
       : this._make("conv2dDwDirect", (ctx) => native.wsp_ggml_conv_2d_dw_direct(ctx, a._h, b._h, stride0, stride1, pad0, pad1, dilation0, dilation1), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_transpose_2d_p0(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int stride)`.
-   */
   convTranspose2dP0(a: Tensor, b: Tensor, stride: number): Tensor {
     const native = this._live("convTranspose2dP0");
     this._operand("convTranspose2dP0", "a", a);
     this._operand("convTranspose2dP0", "b", b);
-    int("stride", stride);
+    int("convTranspose2dP0: stride", stride);
     opChecks.convTranspose2dP0(a, b, stride);
     return this._roomy()
       ? this._adopt("convTranspose2dP0", native.wsp_ggml_conv_transpose_2d_p0(this._h, a._h, b._h, stride), a, b)
       : this._make("convTranspose2dP0", (ctx) => native.wsp_ggml_conv_transpose_2d_p0(ctx, a._h, b._h, stride), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_2d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1)`.
-   */
   conv2dDirect(a: Tensor, b: Tensor, s0: number, s1: number, p0: number, p1: number, d0: number, d1: number): Tensor {
     const native = this._live("conv2dDirect");
     this._operand("conv2dDirect", "a", a);
     this._operand("conv2dDirect", "b", b);
-    int("s0", s0);
-    int("s1", s1);
-    int("p0", p0);
-    int("p1", p1);
-    int("d0", d0);
-    int("d1", d1);
+    int("conv2dDirect: s0", s0);
+    int("conv2dDirect: s1", s1);
+    int("conv2dDirect: p0", p0);
+    int("conv2dDirect: p1", p1);
+    int("conv2dDirect: d0", d0);
+    int("conv2dDirect: d1", d1);
     opChecks.conv2dDirect(a, b, s0, s1, p0, p1, d0, d1);
     return this._roomy()
       ? this._adopt("conv2dDirect", native.wsp_ggml_conv_2d_direct(this._h, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b)
       : this._make("conv2dDirect", (ctx) => native.wsp_ggml_conv_2d_direct(ctx, a._h, b._h, s0, s1, p0, p1, d0, d1), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_conv_3d_direct(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, int s0, int s1, int s2, int p0, int p1, int p2, int d0, int d1, int d2, int n_channels, int n_batch, int n_channels_out)`.
-   */
   conv3dDirect(a: Tensor, b: Tensor, s0: number, s1: number, s2: number, p0: number, p1: number, p2: number, d0: number, d1: number, d2: number, nChannels: number, nBatch: number, nChannelsOut: number): Tensor {
     const native = this._live("conv3dDirect");
     this._operand("conv3dDirect", "a", a);
     this._operand("conv3dDirect", "b", b);
-    int("s0", s0);
-    int("s1", s1);
-    int("s2", s2);
-    int("p0", p0);
-    int("p1", p1);
-    int("p2", p2);
-    int("d0", d0);
-    int("d1", d1);
-    int("d2", d2);
-    int("nChannels", nChannels);
-    int("nBatch", nBatch);
-    int("nChannelsOut", nChannelsOut);
+    int("conv3dDirect: s0", s0);
+    int("conv3dDirect: s1", s1);
+    int("conv3dDirect: s2", s2);
+    int("conv3dDirect: p0", p0);
+    int("conv3dDirect: p1", p1);
+    int("conv3dDirect: p2", p2);
+    int("conv3dDirect: d0", d0);
+    int("conv3dDirect: d1", d1);
+    int("conv3dDirect: d2", d2);
+    int("conv3dDirect: nChannels", nChannels);
+    int("conv3dDirect: nBatch", nBatch);
+    int("conv3dDirect: nChannelsOut", nChannelsOut);
     opChecks.conv3dDirect(a, b, s0, s1, s2, p0, p1, p2, d0, d1, d2, nChannels, nBatch, nChannelsOut);
     return this._roomy()
       ? this._adopt("conv3dDirect", native.wsp_ggml_conv_3d_direct(this._h, a._h, b._h, s0, s1, s2, p0, p1, p2, d0, d1, d2, nChannels, nBatch, nChannelsOut), a, b)
       : this._make("conv3dDirect", (ctx) => native.wsp_ggml_conv_3d_direct(ctx, a._h, b._h, s0, s1, s2, p0, p1, p2, d0, d1, d2, nChannels, nBatch, nChannelsOut), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_pool_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int s0, int p0)`.
-   */
   pool1d(a: Tensor, op: OpPool, k0: number, s0: number, p0: number): Tensor {
     const native = this._live("pool1d");
     this._operand("pool1d", "a", a);
-    member("op", op, OpPool, "OpPool");
-    int("k0", k0);
-    int("s0", s0);
-    int("p0", p0);
+    member("pool1d: op", op, OpPool, "OpPool");
+    int("pool1d: k0", k0);
+    int("pool1d: s0", s0);
+    int("pool1d: p0", p0);
     opChecks.pool1d(a, op, k0, s0, p0);
     return this._roomy()
       ? this._adopt("pool1d", native.wsp_ggml_pool_1d(this._h, a._h, op, k0, s0, p0), a)
       : this._make("pool1d", (ctx) => native.wsp_ggml_pool_1d(ctx, a._h, op, k0, s0, p0), a);
   }
 
-  /**
-   * the result will have 2*p0 padding for the first dimension
-   * and 2*p1 padding for the second dimension
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)`.
-   */
   pool2d(a: Tensor, op: OpPool, k0: number, k1: number, s0: number, s1: number, p0: number, p1: number): Tensor {
     const native = this._live("pool2d");
     this._operand("pool2d", "a", a);
-    member("op", op, OpPool, "OpPool");
-    int("k0", k0);
-    int("k1", k1);
-    int("s0", s0);
-    int("s1", s1);
-    float("p0", p0);
-    float("p1", p1);
+    member("pool2d: op", op, OpPool, "OpPool");
+    int("pool2d: k0", k0);
+    int("pool2d: k1", k1);
+    int("pool2d: s0", s0);
+    int("pool2d: s1", s1);
+    float("pool2d: p0", p0);
+    float("pool2d: p1", p1);
     opChecks.pool2d(a, op, k0, k1, s0, s1, p0, p1);
     return this._roomy()
       ? this._adopt("pool2d", native.wsp_ggml_pool_2d(this._h, a._h, op, k0, k1, s0, s1, p0, p1), a)
       : this._make("pool2d", (ctx) => native.wsp_ggml_pool_2d(ctx, a._h, op, k0, k1, s0, s1, p0, p1), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_pool_2d_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *af, enum wsp_ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1)`.
-   */
   pool2dBack(a: Tensor, af: Tensor, op: OpPool, k0: number, k1: number, s0: number, s1: number, p0: number, p1: number): Tensor {
     const native = this._live("pool2dBack");
     this._operand("pool2dBack", "a", a);
     this._operand("pool2dBack", "af", af);
-    member("op", op, OpPool, "OpPool");
-    int("k0", k0);
-    int("k1", k1);
-    int("s0", s0);
-    int("s1", s1);
-    float("p0", p0);
-    float("p1", p1);
+    member("pool2dBack: op", op, OpPool, "OpPool");
+    int("pool2dBack: k0", k0);
+    int("pool2dBack: k1", k1);
+    int("pool2dBack: s0", s0);
+    int("pool2dBack: s1", s1);
+    float("pool2dBack: p0", p0);
+    float("pool2dBack: p1", p1);
     opChecks.pool2dBack(a, af, op, k0, k1, s0, s1, p0, p1);
     return this._roomy()
       ? this._adopt("pool2dBack", native.wsp_ggml_pool_2d_back(this._h, a._h, af._h, op, k0, k1, s0, s1, p0, p1), a, af)
       : this._make("pool2dBack", (ctx) => native.wsp_ggml_pool_2d_back(ctx, a._h, af._h, op, k0, k1, s0, s1, p0, p1), a, af);
   }
 
-  /**
-   * interpolate
-   * multiplies ne0 and ne1 by scale factor
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_upscale(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int scale_factor, enum wsp_ggml_scale_mode mode)`.
-   */
   upscale(a: Tensor, scaleFactor: number, mode: ScaleMode): Tensor {
     const native = this._live("upscale");
     this._operand("upscale", "a", a);
-    int("scaleFactor", scaleFactor);
-    member("mode", mode, ScaleMode, "ScaleMode");
+    int("upscale: scaleFactor", scaleFactor);
+    member("upscale: mode", mode, ScaleMode, "ScaleMode");
     opChecks.upscale(a, scaleFactor, mode);
     return this._roomy()
       ? this._adopt("upscale", native.wsp_ggml_upscale(this._h, a._h, scaleFactor, mode), a)
       : this._make("upscale", (ctx) => native.wsp_ggml_upscale(ctx, a._h, scaleFactor, mode), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_upscale_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int ne0, int ne1, int ne2, int ne3, enum wsp_ggml_scale_mode mode)`.
-   *
-   * @deprecated (WSP_GGML_DEPRECATED in the header)
-   */
   upscaleExt(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, mode: ScaleMode): Tensor {
     const native = this._live("upscaleExt");
     this._operand("upscaleExt", "a", a);
-    int("ne0", ne0);
-    int("ne1", ne1);
-    int("ne2", ne2);
-    int("ne3", ne3);
-    member("mode", mode, ScaleMode, "ScaleMode");
+    int("upscaleExt: ne0", ne0);
+    int("upscaleExt: ne1", ne1);
+    int("upscaleExt: ne2", ne2);
+    int("upscaleExt: ne3", ne3);
+    member("upscaleExt: mode", mode, ScaleMode, "ScaleMode");
     opChecks.upscaleExt(a, ne0, ne1, ne2, ne3, mode);
     return this._roomy()
       ? this._adopt("upscaleExt", native.wsp_ggml_upscale_ext(this._h, a._h, ne0, ne1, ne2, ne3, mode), a)
       : this._make("upscaleExt", (ctx) => native.wsp_ggml_upscale_ext(ctx, a._h, ne0, ne1, ne2, ne3, mode), a);
   }
 
-  /**
-   * Up- or downsamples the input to the specified size.
-   * 2D scale modes (eg. bilinear) are applied to the first two dimensions.
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_interpolate(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint32_t mode)`.
-   */
   interpolate(a: Tensor, ne0: number, ne1: number, ne2: number, ne3: number, mode: number): Tensor {
     const native = this._live("interpolate");
     this._operand("interpolate", "a", a);
-    i64("ne0", ne0);
-    i64("ne1", ne1);
-    i64("ne2", ne2);
-    i64("ne3", ne3);
-    uint("mode", mode);
+    i64("interpolate: ne0", ne0);
+    i64("interpolate: ne1", ne1);
+    i64("interpolate: ne2", ne2);
+    i64("interpolate: ne3", ne3);
+    uint("interpolate: mode", mode);
     opChecks.interpolate(a, ne0, ne1, ne2, ne3, mode);
     return this._roomy()
       ? this._adopt("interpolate", native.wsp_ggml_interpolate(this._h, a._h, ne0, ne1, ne2, ne3, mode), a)
       : this._make("interpolate", (ctx) => native.wsp_ggml_interpolate(ctx, a._h, ne0, ne1, ne2, ne3, mode), a);
   }
 
-  /**
-   * pad each dimension with zeros: [x, ..., x] -> [x, ..., x, 0, ..., 0]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_pad(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1, int p2, int p3)`.
-   */
   pad(a: Tensor, p0: number, p1: number, p2: number, p3: number): Tensor {
     const native = this._live("pad");
     this._operand("pad", "a", a);
-    int("p0", p0);
-    int("p1", p1);
-    int("p2", p2);
-    int("p3", p3);
+    int("pad: p0", p0);
+    int("pad: p1", p1);
+    int("pad: p2", p2);
+    int("pad: p3", p3);
     opChecks.pad(a, p0, p1, p2, p3);
     return this._roomy()
       ? this._adopt("pad", native.wsp_ggml_pad(this._h, a._h, p0, p1, p2, p3), a)
       : this._make("pad", (ctx) => native.wsp_ggml_pad(ctx, a._h, p0, p1, p2, p3), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_pad_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int lp0, int rp0, int lp1, int rp1, int lp2, int rp2, int lp3, int rp3)`.
-   */
   padExt(a: Tensor, lp0: number, rp0: number, lp1: number, rp1: number, lp2: number, rp2: number, lp3: number, rp3: number): Tensor {
     const native = this._live("padExt");
     this._operand("padExt", "a", a);
-    int("lp0", lp0);
-    int("rp0", rp0);
-    int("lp1", lp1);
-    int("rp1", rp1);
-    int("lp2", lp2);
-    int("rp2", rp2);
-    int("lp3", lp3);
-    int("rp3", rp3);
+    int("padExt: lp0", lp0);
+    int("padExt: rp0", rp0);
+    int("padExt: lp1", lp1);
+    int("padExt: rp1", rp1);
+    int("padExt: lp2", lp2);
+    int("padExt: rp2", rp2);
+    int("padExt: lp3", lp3);
+    int("padExt: rp3", rp3);
     opChecks.padExt(a, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3);
     return this._roomy()
       ? this._adopt("padExt", native.wsp_ggml_pad_ext(this._h, a._h, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3), a)
       : this._make("padExt", (ctx) => native.wsp_ggml_pad_ext(ctx, a._h, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3), a);
   }
 
-  /**
-   * pad each dimension with reflection: [a, b, c, d] -> [b, a, b, c, d, c]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_pad_reflect_1d(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int p0, int p1)`.
-   */
   padReflect1d(a: Tensor, p0: number, p1: number): Tensor {
     const native = this._live("padReflect1d");
     this._operand("padReflect1d", "a", a);
-    int("p0", p0);
-    int("p1", p1);
+    int("padReflect1d: p0", p0);
+    int("padReflect1d: p1", p1);
     opChecks.padReflect1d(a, p0, p1);
     return this._roomy()
       ? this._adopt("padReflect1d", native.wsp_ggml_pad_reflect_1d(this._h, a._h, p0, p1), a)
       : this._make("padReflect1d", (ctx) => native.wsp_ggml_pad_reflect_1d(ctx, a._h, p0, p1), a);
   }
 
-  /**
-   * Move tensor elements by an offset given for each dimension. Elements that
-   * are shifted beyond the last position are wrapped around to the beginning.
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_roll(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int shift0, int shift1, int shift2, int shift3)`.
-   */
   roll(a: Tensor, shift0: number, shift1: number, shift2: number, shift3: number): Tensor {
     const native = this._live("roll");
     this._operand("roll", "a", a);
-    int("shift0", shift0);
-    int("shift1", shift1);
-    int("shift2", shift2);
-    int("shift3", shift3);
+    int("roll: shift0", shift0);
+    int("roll: shift1", shift1);
+    int("roll: shift2", shift2);
+    int("roll: shift3", shift3);
     opChecks.roll(a, shift0, shift1, shift2, shift3);
     return this._roomy()
       ? this._adopt("roll", native.wsp_ggml_roll(this._h, a._h, shift0, shift1, shift2, shift3), a)
       : this._make("roll", (ctx) => native.wsp_ggml_roll(ctx, a._h, shift0, shift1, shift2, shift3), a);
   }
 
-  /**
-   * Ref: https://github.com/CompVis/stable-diffusion/blob/main/ldm/modules/diffusionmodules/util.py#L151
-   * timesteps: [N,]
-   * return: [N, dim]
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_timestep_embedding(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *timesteps, int dim, int max_period)`.
-   */
   timestepEmbedding(timesteps: Tensor, dim: number, maxPeriod: number): Tensor {
     const native = this._live("timestepEmbedding");
     this._operand("timestepEmbedding", "timesteps", timesteps);
-    int("dim", dim);
-    int("maxPeriod", maxPeriod);
+    int("timestepEmbedding: dim", dim);
+    int("timestepEmbedding: maxPeriod", maxPeriod);
     opChecks.timestepEmbedding(timesteps, dim, maxPeriod);
     return this._roomy()
       ? this._adopt("timestepEmbedding", native.wsp_ggml_timestep_embedding(this._h, timesteps._h, dim, maxPeriod), timesteps)
       : this._make("timestepEmbedding", (ctx) => native.wsp_ggml_timestep_embedding(ctx, timesteps._h, dim, maxPeriod), timesteps);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_argsort(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_sort_order order)`.
-   */
   argsort(a: Tensor, order: SortOrder): Tensor {
     const native = this._live("argsort");
     this._operand("argsort", "a", a);
-    member("order", order, SortOrder, "SortOrder");
+    member("argsort: order", order, SortOrder, "SortOrder");
     opChecks.argsort(a, order);
     return this._roomy()
       ? this._adopt("argsort", native.wsp_ggml_argsort(this._h, a._h, order), a)
       : this._make("argsort", (ctx) => native.wsp_ggml_argsort(ctx, a._h, order), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_arange(struct wsp_ggml_context *ctx, float start, float stop, float step)`.
-   */
   arange(start: number, stop: number, step: number): Tensor {
     const native = this._live("arange");
-    float("start", start);
-    float("stop", stop);
-    float("step", step);
+    float("arange: start", start);
+    float("arange: stop", stop);
+    float("arange: step", step);
     opChecks.arange(start, stop, step);
     return this._roomy()
       ? this._adopt("arange", native.wsp_ggml_arange(this._h, start, stop, step))
       : this._make("arange", (ctx) => native.wsp_ggml_arange(ctx, start, stop, step));
   }
 
-  /**
-   * top k elements per row
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_top_k(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int k)`.
-   */
   topK(a: Tensor, k: number): Tensor {
     const native = this._live("topK");
     this._operand("topK", "a", a);
-    int("k", k);
+    int("topK: k", k);
     opChecks.topK(a, k);
     return this._roomy()
       ? this._adopt("topK", native.wsp_ggml_top_k(this._h, a._h, k), a)
       : this._make("topK", (ctx) => native.wsp_ggml_top_k(ctx, a._h, k), a);
   }
 
-  /**
-   * q:    [n_embd_k, n_batch,     n_head,    ne3 ]
-   * k:    [n_embd_k, n_kv,        n_head_kv, ne3 ]
-   * v:    [n_embd_v, n_kv,        n_head_kv, ne3 ] !! not transposed !!
-   * mask: [n_kv,     n_batch_pad, ne32,      ne33] !! n_batch_pad = WSP_GGML_PAD(n_batch, WSP_GGML_KQ_MASK_PAD) !!
-   * res:  [n_embd_v, n_head,      n_batch,   ne3 ] !! permuted !!
-   *
-   * broadcast:
-   *   n_head % n_head_kv == 0
-   *   n_head % ne32      == 0
-   *   ne3    % ne33      == 0
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_ext(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *mask, float scale, float max_bias, float logit_softcap)`.
-   */
   flashAttnExt(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, scale: number, maxBias: number, logitSoftcap: number): Tensor {
     const native = this._live("flashAttnExt");
     this._operand("flashAttnExt", "q", q);
     this._operand("flashAttnExt", "k", k);
     this._operand("flashAttnExt", "v", v);
     this._operand("flashAttnExt", "mask", mask, true);
-    float("scale", scale);
-    float("maxBias", maxBias);
-    float("logitSoftcap", logitSoftcap);
+    float("flashAttnExt: scale", scale);
+    float("flashAttnExt: maxBias", maxBias);
+    float("flashAttnExt: logitSoftcap", logitSoftcap);
     opChecks.flashAttnExt(q, k, v, mask, scale, maxBias, logitSoftcap);
     return this._roomy()
       ? this._adopt("flashAttnExt", native.wsp_ggml_flash_attn_ext(this._h, q._h, k._h, v._h, mask?._h ?? 0, scale, maxBias, logitSoftcap), q, k, v, mask)
       : this._make("flashAttnExt", (ctx) => native.wsp_ggml_flash_attn_ext(ctx, q._h, k._h, v._h, mask?._h ?? 0, scale, maxBias, logitSoftcap), q, k, v, mask);
   }
 
-  /**
-   * TODO: needs to be adapted to wsp_ggml_flash_attn_ext
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_flash_attn_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *d, _Bool masked)`.
-   */
   flashAttnBack(q: Tensor, k: Tensor, v: Tensor, d: Tensor, masked: boolean): Tensor {
     const native = this._live("flashAttnBack");
     this._operand("flashAttnBack", "q", q);
     this._operand("flashAttnBack", "k", k);
     this._operand("flashAttnBack", "v", v);
     this._operand("flashAttnBack", "d", d);
-    bool("masked", masked);
+    bool("flashAttnBack: masked", masked);
     opChecks.flashAttnBack(q, k, v, d, masked);
     return this._roomy()
       ? this._adopt("flashAttnBack", native.wsp_ggml_flash_attn_back(this._h, q._h, k._h, v._h, d._h, masked), q, k, v, d)
       : this._make("flashAttnBack", (ctx) => native.wsp_ggml_flash_attn_back(ctx, q._h, k._h, v._h, d._h, masked), q, k, v, d);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_conv(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *sx, struct wsp_ggml_tensor *c)`.
-   */
   ssmConv(sx: Tensor, c: Tensor): Tensor {
     const native = this._live("ssmConv");
     this._operand("ssmConv", "sx", sx);
@@ -3375,9 +2577,6 @@ export abstract class Ops {
       : this._make("ssmConv", (ctx) => native.wsp_ggml_ssm_conv(ctx, sx._h, c._h), sx, c);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_ssm_scan(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *s, struct wsp_ggml_tensor *x, struct wsp_ggml_tensor *dt, struct wsp_ggml_tensor *A, struct wsp_ggml_tensor *B, struct wsp_ggml_tensor *C, struct wsp_ggml_tensor *ids)`.
-   */
   ssmScan(s: Tensor, x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, ids: Tensor): Tensor {
     const native = this._live("ssmScan");
     this._operand("ssmScan", "s", s);
@@ -3393,91 +2592,59 @@ export abstract class Ops {
       : this._make("ssmScan", (ctx) => native.wsp_ggml_ssm_scan(ctx, s._h, x._h, dt._h, A._h, B._h, C._h, ids._h), s, x, dt, A, B, C, ids);
   }
 
-  /**
-   * partition into non-overlapping windows with padding if needed
-   * example:
-   * a:   768   64   64    1
-   * w:    14
-   * res: 768   14   14    25
-   * used in sam
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_win_part(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w)`.
-   */
   winPart(a: Tensor, w: number): Tensor {
     const native = this._live("winPart");
     this._operand("winPart", "a", a);
-    int("w", w);
+    int("winPart: w", w);
     opChecks.winPart(a, w);
     return this._roomy()
       ? this._adopt("winPart", native.wsp_ggml_win_part(this._h, a._h, w), a)
       : this._make("winPart", (ctx) => native.wsp_ggml_win_part(ctx, a._h, w), a);
   }
 
-  /**
-   * reverse of wsp_ggml_win_part
-   * used in sam
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_win_unpart(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int w0, int h0, int w)`.
-   */
   winUnpart(a: Tensor, w0: number, h0: number, w: number): Tensor {
     const native = this._live("winUnpart");
     this._operand("winUnpart", "a", a);
-    int("w0", w0);
-    int("h0", h0);
-    int("w", w);
+    int("winUnpart: w0", w0);
+    int("winUnpart: h0", h0);
+    int("winUnpart: w", w);
     opChecks.winUnpart(a, w0, h0, w);
     return this._roomy()
       ? this._adopt("winUnpart", native.wsp_ggml_win_unpart(this._h, a._h, w0, h0, w), a)
       : this._make("winUnpart", (ctx) => native.wsp_ggml_win_unpart(ctx, a._h, w0, h0, w), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_unary(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)`.
-   */
   unary(a: Tensor, op: UnaryOp): Tensor {
     const native = this._live("unary");
     this._operand("unary", "a", a);
-    member("op", op, UnaryOp, "UnaryOp");
+    member("unary: op", op, UnaryOp, "UnaryOp");
     opChecks.unary(a, op);
     return this._roomy()
       ? this._adopt("unary", native.wsp_ggml_unary(this._h, a._h, op), a)
       : this._make("unary", (ctx) => native.wsp_ggml_unary(ctx, a._h, op), a);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_unary_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, enum wsp_ggml_unary_op op)`.
-   */
   unaryInplace(a: Tensor, op: UnaryOp): Tensor {
     const native = this._live("unaryInplace");
     this._operand("unaryInplace", "a", a);
-    member("op", op, UnaryOp, "UnaryOp");
+    member("unaryInplace: op", op, UnaryOp, "UnaryOp");
     opChecks.unaryInplace(a, op);
     return this._roomy()
       ? this._adopt("unaryInplace", native.wsp_ggml_unary_inplace(this._h, a._h, op), a)
       : this._make("unaryInplace", (ctx) => native.wsp_ggml_unary_inplace(ctx, a._h, op), a);
   }
 
-  /**
-   * used in sam
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_get_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, int qh, int kh)`.
-   */
   getRelPos(a: Tensor, qh: number, kh: number): Tensor {
     const native = this._live("getRelPos");
     this._operand("getRelPos", "a", a);
-    int("qh", qh);
-    int("kh", kh);
+    int("getRelPos: qh", qh);
+    int("getRelPos: kh", kh);
     opChecks.getRelPos(a, qh, kh);
     return this._roomy()
       ? this._adopt("getRelPos", native.wsp_ggml_get_rel_pos(this._h, a._h, qh, kh), a)
       : this._make("getRelPos", (ctx) => native.wsp_ggml_get_rel_pos(ctx, a._h, qh, kh), a);
   }
 
-  /**
-   * used in sam
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)`.
-   */
   addRelPos(a: Tensor, pw: Tensor, ph: Tensor): Tensor {
     const native = this._live("addRelPos");
     this._operand("addRelPos", "a", a);
@@ -3489,9 +2656,6 @@ export abstract class Ops {
       : this._make("addRelPos", (ctx) => native.wsp_ggml_add_rel_pos(ctx, a._h, pw._h, ph._h), a, pw, ph);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_add_rel_pos_inplace(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *pw, struct wsp_ggml_tensor *ph)`.
-   */
   addRelPosInplace(a: Tensor, pw: Tensor, ph: Tensor): Tensor {
     const native = this._live("addRelPosInplace");
     this._operand("addRelPosInplace", "a", a);
@@ -3503,9 +2667,6 @@ export abstract class Ops {
       : this._make("addRelPosInplace", (ctx) => native.wsp_ggml_add_rel_pos_inplace(ctx, a._h, pw._h, ph._h), a, pw, ph);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv6(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *tf, struct wsp_ggml_tensor *td, struct wsp_ggml_tensor *state)`.
-   */
   rwkvWkv6(k: Tensor, v: Tensor, r: Tensor, tf: Tensor, td: Tensor, state: Tensor): Tensor {
     const native = this._live("rwkvWkv6");
     this._operand("rwkvWkv6", "k", k);
@@ -3520,9 +2681,6 @@ export abstract class Ops {
       : this._make("rwkvWkv6", (ctx) => native.wsp_ggml_rwkv_wkv6(ctx, k._h, v._h, r._h, tf._h, td._h, state._h), k, v, r, tf, td, state);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_gated_linear_attn(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *q, struct wsp_ggml_tensor *g, struct wsp_ggml_tensor *state, float scale)`.
-   */
   gatedLinearAttn(k: Tensor, v: Tensor, q: Tensor, g: Tensor, state: Tensor, scale: number): Tensor {
     const native = this._live("gatedLinearAttn");
     this._operand("gatedLinearAttn", "k", k);
@@ -3530,16 +2688,13 @@ export abstract class Ops {
     this._operand("gatedLinearAttn", "q", q);
     this._operand("gatedLinearAttn", "g", g);
     this._operand("gatedLinearAttn", "state", state);
-    float("scale", scale);
+    float("gatedLinearAttn: scale", scale);
     opChecks.gatedLinearAttn(k, v, q, g, state, scale);
     return this._roomy()
       ? this._adopt("gatedLinearAttn", native.wsp_ggml_gated_linear_attn(this._h, k._h, v._h, q._h, g._h, state._h, scale), k, v, q, g, state)
       : this._make("gatedLinearAttn", (ctx) => native.wsp_ggml_gated_linear_attn(ctx, k._h, v._h, q._h, g._h, state._h, scale), k, v, q, g, state);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_rwkv_wkv7(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *r, struct wsp_ggml_tensor *w, struct wsp_ggml_tensor *k, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *state)`.
-   */
   rwkvWkv7(r: Tensor, w: Tensor, k: Tensor, v: Tensor, a: Tensor, b: Tensor, state: Tensor): Tensor {
     const native = this._live("rwkvWkv7");
     this._operand("rwkvWkv7", "r", r);
@@ -3555,11 +2710,6 @@ export abstract class Ops {
       : this._make("rwkvWkv7", (ctx) => native.wsp_ggml_rwkv_wkv7(ctx, r._h, w._h, k._h, v._h, a._h, b._h, state._h), r, w, k, v, a, b, state);
   }
 
-  /**
-   * loss function
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b)`.
-   */
   crossEntropyLoss(a: Tensor, b: Tensor): Tensor {
     const native = this._live("crossEntropyLoss");
     this._operand("crossEntropyLoss", "a", a);
@@ -3570,9 +2720,6 @@ export abstract class Ops {
       : this._make("crossEntropyLoss", (ctx) => native.wsp_ggml_cross_entropy_loss(ctx, a._h, b._h), a, b);
   }
 
-  /**
-   * C: `struct wsp_ggml_tensor *wsp_ggml_cross_entropy_loss_back(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *b, struct wsp_ggml_tensor *c)`.
-   */
   crossEntropyLossBack(a: Tensor, b: Tensor, c: Tensor): Tensor {
     const native = this._live("crossEntropyLossBack");
     this._operand("crossEntropyLossBack", "a", a);
@@ -3584,13 +2731,6 @@ export abstract class Ops {
       : this._make("crossEntropyLossBack", (ctx) => native.wsp_ggml_cross_entropy_loss_back(ctx, a._h, b._h, c._h), a, b, c);
   }
 
-  /**
-   * AdamW optimizer step
-   * Paper: https://arxiv.org/pdf/1711.05101v3.pdf
-   * PyTorch: https://pytorch.org/docs/stable/generated/torch.optim.AdamW.html
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_adamw(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *m, struct wsp_ggml_tensor *v, struct wsp_ggml_tensor *adamw_params)`.
-   */
   optStepAdamw(a: Tensor, grad: Tensor, m: Tensor, v: Tensor, adamwParams: Tensor): Tensor {
     const native = this._live("optStepAdamw");
     this._operand("optStepAdamw", "a", a);
@@ -3604,11 +2744,6 @@ export abstract class Ops {
       : this._make("optStepAdamw", (ctx) => native.wsp_ggml_opt_step_adamw(ctx, a._h, grad._h, m._h, v._h, adamwParams._h), a, grad, m, v, adamwParams);
   }
 
-  /**
-   * stochastic gradient descent step (with weight decay)
-   *
-   * C: `struct wsp_ggml_tensor *wsp_ggml_opt_step_sgd(struct wsp_ggml_context *ctx, struct wsp_ggml_tensor *a, struct wsp_ggml_tensor *grad, struct wsp_ggml_tensor *sgd_params)`.
-   */
   optStepSgd(a: Tensor, grad: Tensor, sgdParams: Tensor): Tensor {
     const native = this._live("optStepSgd");
     this._operand("optStepSgd", "a", a);

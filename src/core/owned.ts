@@ -21,9 +21,9 @@ const KINDS: readonly HandleKind[] = ["backend", "buffer", "gallocr", "sched", "
 export interface Handle {
   /** The native pointer; 0 once released. */
   ptr: number;
-  /** @internal */
+  /** @ignore @internal */
   readonly kind: HandleKind;
-  /** @internal Frees the native object (called once, with the pointer). */
+  /** @ignore @internal Frees the native object (called once, with the pointer). */
   readonly release: (ptr: number) => void;
 }
 
@@ -44,7 +44,7 @@ function release(h: Handle): void {
 }
 
 /**
- * @internal Makes `owner` the owner of `ptr`: the returned handle is
+ * @ignore @internal Makes `owner` the owner of `ptr`: the returned handle is
  * released by {@linkcode dispose}, or when `owner` is collected.
  */
 export function adopt(owner: object, kind: HandleKind, ptr: number, release: (ptr: number) => void): Handle {
@@ -54,7 +54,7 @@ export function adopt(owner: object, kind: HandleKind, ptr: number, release: (pt
   return h;
 }
 
-/** @internal Releases `h` now (idempotent); the collector will not release it again. */
+/** @ignore @internal Releases `h` now (idempotent); the collector will not release it again. */
 export function dispose(h: Handle): void {
   if (h.ptr === 0) return;
   registry.unregister(h);

@@ -62,6 +62,17 @@ function checkSearchInputs(name: string, src: Float32Array, imatrix: Float32Arra
   }
 }
 
+/**
+ * ggml's name of `type` (`wsp_ggml_type_name`): `"f32"`, `"q4_K"`, `"iq2_xxs"`, …
+ * (`Type` is a plain object of numbers, so `Type[t]` does not name a value).
+ *
+ * @throws {ArgumentError} when `type` is not a member of {@linkcode Type}
+ */
+export function typeName(type: Type): string {
+  member("typeName: type", type, Type, "Type");
+  return runtime().types.get(type)!.name;
+}
+
 /** Whether {@linkcode quantize} can produce `type`. */
 export function canQuantize(type: Type): boolean {
   return QUANTIZABLE.has(type);
@@ -69,7 +80,7 @@ export function canQuantize(type: Type): boolean {
 
 /** Whether `type` can only be quantized with an importance matrix (`wsp_ggml_wsp_quantize_requires_imatrix`). */
 export function requiresImatrix(type: Type): boolean {
-  member("type", type, Type, "Type");
+  member("requiresImatrix: type", type, Type, "Type");
   return runtime().lib.symbols.wsp_ggml_wsp_quantize_requires_imatrix(type);
 }
 
@@ -106,7 +117,7 @@ function rows(op: string, type: Type, n: number, nPerRow: number) {
  * @throws {ShapeError} when the rows do not split into whole blocks
  */
 export function quantize(type: Type, src: Float32Array, options: QuantizeOptions = {}): Uint8Array {
-  member("type", type, Type, "Type");
+  member("quantize: type", type, Type, "Type");
   if (!(src instanceof Float32Array)) throw new GgmlTypeError("quantize: src must be a Float32Array");
   if (!QUANTIZABLE.has(type)) throw new GgmlTypeError(`quantize: ggml does not quantize to ${runtime().types.get(type)?.name ?? type}`);
   const nPerRow = options.nPerRow ?? src.length;
@@ -136,7 +147,7 @@ export function quantize(type: Type, src: Float32Array, options: QuantizeOptions
  * @throws {ShapeError} when `data` is not a whole number of rows
  */
 export function dequantize(type: Type, data: Uint8Array, nPerRow: number): Float32Array {
-  member("type", type, Type, "Type");
+  member("dequantize: type", type, Type, "Type");
   if (!(data instanceof Uint8Array)) throw new GgmlTypeError("dequantize: data must be a Uint8Array of raw blocks");
   if (!QUANTIZABLE.has(type)) throw new GgmlTypeError(`dequantize: ${runtime().types.get(type)?.name ?? type} is not a type quantize() produces`);
   const { rowBytes, traits } = rows("dequantize", type, nPerRow, nPerRow);

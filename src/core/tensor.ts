@@ -49,14 +49,14 @@ let TRAITS: readonly (TypeTraits | undefined)[] | undefined;
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 const encoder = new TextEncoder();
 
-/** @internal Reads the little-endian 64-bit integer at byte `at` of 32-bit `words` as a number (exact below 2^53). */
+/** @ignore @internal Reads the little-endian 64-bit integer at byte `at` of 32-bit `words` as a number (exact below 2^53). */
 export function i64At(words: Int32Array, at: number): number {
   const i = at >> 2;
   return (words[i] >>> 0) + words[i + 1] * 4294967296;
 }
 
 /**
- * @internal `wsp_ggml_nbytes` of the tensor struct at byte `at` of the 32-bit
+ * @ignore @internal `wsp_ggml_nbytes` of the tensor struct at byte `at` of the 32-bit
  * `words` of a pool, without allocating.
  */
 export function nbytesAt(words: Int32Array, at: number): number {
@@ -133,6 +133,40 @@ const STORAGE: Partial<Record<number, ArrayCtor>> = {
   [Type.I64]: BigInt64Array,
 };
 
+/** The integer types' ranges, for plain arrays given to `set`. */
+const INT_RANGE: Partial<Record<number, readonly [number, number]>> = {
+  [Type.I8]: [-(2 ** 7), 2 ** 7 - 1],
+  [Type.I16]: [-(2 ** 15), 2 ** 15 - 1],
+  [Type.I32]: [-(2 ** 31), 2 ** 31 - 1],
+  [Type.I64]: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+};
+
+/**
+ * A plain array for {@linkcode Tensor.set} as the typed array its type takes:
+ * Float32Array for f16 and bf16 (set converts it as it would the caller's),
+ * the storage array otherwise. Each element is checked, since a typed array
+ * would silently turn a string into a number or wrap an integer.
+ */
+function fromPlain(t: Tensor, values: ArrayLike<number>): TensorData {
+  const type = t.type;
+  if (values.length !== t.nelements) {
+    throw new BoundsError(`set: ${t.describe()} holds ${t.nelements} elements, got ${values.length} (tensor write out of bounds)`);
+  }
+  const ctor = type === Type.F16 || type === Type.BF16 ? Float32Array : STORAGE[type];
+  if (!ctor) throw new GgmlTypeError(`set: ${t.describe()} is quantized and takes its raw blocks as a Uint8Array; quantize() makes them from floats`);
+  const range = INT_RANGE[type];
+  const out = new ctor(new ArrayBuffer(values.length * ctor.BYTES_PER_ELEMENT), 0, values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (typeof v !== "number") throw new ArgumentError(`set: values[${i}] must be a number, got ${typeof v}`);
+    if (range && (!Number.isInteger(v) || v < range[0] || v > range[1])) {
+      throw new ArgumentError(`set: values[${i}] must be an integer in ${range[0]}..${range[1]} for ${t.describe()}, got ${v}`);
+    }
+    out[i] = (type === Type.I64 ? BigInt(v) : v) as never;
+  }
+  return out;
+}
+
 /** Where a tensor's data lives in JS memory. */
 export interface DataLocation {
   /** The pool's buffer (detached once its context is freed). */
@@ -150,10 +184,10 @@ export interface DataLocation {
 export class Tensor {
   /** The context that owns this tensor. */
   readonly context: Context;
-  /** @internal The struct's byte offset in the context's pool. */
+  /** @ignore @internal The struct's byte offset in the context's pool. */
   readonly _off: number;
   /**
-   * @internal The context's Tensor made before this one (`Context._wrap`'s
+   * @ignore @internal The context's Tensor made before this one (`Context._wrap`'s
    * chain; it keeps those small objects reachable, as the context does).
    */
   readonly _prev: Tensor | undefined;
@@ -162,7 +196,7 @@ export class Tensor {
   // keeps a boxed number, one more allocation per tensor, while base + offset computed where
   // it is passed to a call stays an unboxed double.
 
-  /** @internal Tensors come from a {@linkcode Context}; this is not a public constructor. */
+  /** @ignore @internal Tensors come from a {@linkcode Context}; this is not a public constructor. */
   constructor(context: Context, offset: number, prev: Tensor | undefined, token?: symbol) {
     if (token !== INTERNAL) internal("Tensor", token, "ctx.newTensor() or an op");
     this.context = context;
@@ -170,12 +204,12 @@ export class Tensor {
     this._prev = prev;
   }
 
-  /** @internal The native address of the struct. */
+  /** @ignore @internal The native address of the struct. */
   get _ptr(): number {
     return this.context._base + this._off;
   }
 
-  /** @internal The address as the runtime's FFI passes it fastest (`NativeLibrary.handles`): a number on every runtime. */
+  /** @ignore @internal The address as the runtime's FFI passes it fastest (`NativeLibrary.handles`): a number on every runtime. */
   get _h(): Handle {
     return this._ptr;
   }
@@ -216,17 +250,17 @@ export class Tensor {
     return [i64At(v, o), i64At(v, o + 8), i64At(v, o + 16), i64At(v, o + 24)];
   }
 
-  /** @internal `ne[i]` for a known-good `i` (0 … 3): the checks' allocation-free read. */
+  /** @ignore @internal `ne[i]` for a known-good `i` (0 … 3): the checks' allocation-free read. */
   _ne(i: number): number {
     return i64At(this.#words(), this._off + NE + 8 * i);
   }
 
-  /** @internal The word index of ne[0] in `context._w` (ne[i] is the int64 at 2·i, 2·i + 1 words on). */
+  /** @ignore @internal The word index of ne[0] in `context._w` (ne[i] is the int64 at 2·i, 2·i + 1 words on). */
   _neIndex(): number {
     return (this._off >> 2) + NE_W;
   }
 
-  /** @internal `nb[i]` for a known-good `i` (0 … 3). */
+  /** @ignore @internal `nb[i]` for a known-good `i` (0 … 3). */
   _nb(i: number): number {
     return i64At(this.#words(), this._off + NB + 8 * i);
   }
@@ -311,7 +345,7 @@ export class Tensor {
     return p === 0 ? null : this.context._resolve(p);
   }
 
-  /** @internal The native data address (0 when not allocated). */
+  /** @ignore @internal The native data address (0 when not allocated). */
   get _data(): number {
     return i64At(this.#words(), this._off + F.data.offset);
   }
@@ -362,7 +396,7 @@ export class Tensor {
   }
 
   /**
-   * @internal {@linkcode isContiguousN} without the liveness check, for the
+   * @ignore @internal {@linkcode isContiguousN} without the liveness check, for the
    * ops' checks (their operands were found live). Unary ops check this on
    * every call, so it reads the words in place: as 32-bit integers when
    * every ne and nb is below 2^31 (about twice as fast as doubles, in a
@@ -386,7 +420,7 @@ export class Tensor {
     return this._transposed();
   }
 
-  /** @internal {@linkcode isTransposed} without the liveness check, for the ops' checks. */
+  /** @ignore @internal {@linkcode isTransposed} without the liveness check, for the ops' checks. */
   _transposed(): boolean {
     const v = this.context._w, b = (this._off >> 2) + NB_W;
     if ((v[b + 1] | v[b + 3]) === 0 && (v[b] | v[b + 2]) >= 0) return v[b] > v[b + 2];
@@ -431,7 +465,7 @@ export class Tensor {
     return `${name ? `'${name}' ` : "tensor "}${this.traits?.name ?? this.type} [${this.shape.join(", ")}]`;
   }
 
-  /** @internal Where the data lives, or a {@linkcode NotAllocatedError}. */
+  /** @ignore @internal Where the data lives, or a {@linkcode NotAllocatedError}. */
   _location(what: string): DataLocation {
     const data = this._data;
     if (data === 0) {
@@ -456,6 +490,7 @@ export class Tensor {
    * @throws {GgmlTypeError} when `type` is given and is not the tensor's array type
    */
   view(): TensorData;
+  /** The view as an `A` (`t.view(Float32Array)`), checked against the tensor's type. */
   view<A extends TensorData>(type: ArrayType<A>): A;
   view<A extends TensorData>(type?: ArrayType<A>): TensorData {
     return as("view", this, this.#viewAny(), type);
@@ -479,11 +514,20 @@ export class Tensor {
    * types' own arrays); `Uint8Array` of exactly {@linkcode nbytes} bytes for
    * quantized types (raw blocks). The length must be the element count.
    *
+   * A plain array of numbers (any other array-like) is converted to the
+   * tensor's element type first: f32, f64, f16 and bf16 take any numbers,
+   * integer types integers in their range. Quantized types take none (use
+   * {@linkcode quantize}, then `set` the blocks).
+   *
    * @throws {GgmlTypeError} for an array type the tensor type does not take
+   * @throws {ArgumentError} for an element of a plain array that the type cannot hold
    * @throws {BoundsError} when the length differs
    * @throws {NotAllocatedError} when the tensor has no data
    */
   set(values: ArrayLike<number> | TensorData): this {
+    if (!ArrayBuffer.isView(values) && values !== null && typeof values === "object" && typeof values.length === "number") {
+      values = fromPlain(this, values);
+    }
     const type = this.type;
     const storage = STORAGE[type];
     const convert = (type === Type.F16 || type === Type.BF16) && values instanceof Float32Array;
@@ -556,6 +600,7 @@ export class Tensor {
    * @throws {GgmlTypeError} when `type` is given and is not what the tensor reads as
    */
   get(): TensorData;
+  /** The copy as an `A` (`t.get(Float32Array)`), checked against the tensor's type. */
   get<A extends TensorData>(type: ArrayType<A>): A;
   get<A extends TensorData>(type?: ArrayType<A>): TensorData {
     return as("get", this, this.#getAny(), type);

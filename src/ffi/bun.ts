@@ -114,7 +114,10 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
   let libs: BoundLibrary[];
   try {
     libs = [bind(path, defs)];
-  } catch {
+  } catch (e) {
+    // A file that cannot be opened at all ("Failed to open library …: file
+    // too short") is an error of its own, not a table of missing symbols.
+    if (/^Failed to open library/.test((e as Error | undefined)?.message ?? "")) throw e;
     // dlopen fails as a whole when one symbol is missing: bind one by one to
     // find which, so that the others still load.
     libs = [];

@@ -24,7 +24,12 @@ export interface LibraryPaths {
   readonly metal?: string;
 }
 
-/** The libraries opened together. */
+/**
+ * The libraries opened together: the raw FFI layer, left out of the API
+ * reference (its symbols are the generated table's).
+ *
+ * @ignore
+ */
 export interface WspGgml {
   /** One callable per table entry; see `NativeLibrary.symbols`. */
   readonly symbols: NativeLibrary<WspGgmlTable>["symbols"];

@@ -182,7 +182,12 @@ export class SymbolNotDefinedError extends Error {
   }
 }
 
-/** The per-runtime FFI operations; obtain one with `loadAdapter()`. */
+/**
+ * The per-runtime FFI operations; obtain one with `loadAdapter()`. Left out
+ * of the API reference: the raw FFI layer.
+ *
+ * @ignore
+ */
 export interface FfiAdapter {
   /** Which runtime this adapter drives. */
   readonly runtime: "deno" | "bun" | "node";

@@ -39,17 +39,21 @@ export type GgufValue = number | bigint | boolean | string | GgufArray;
 
 /** One KV pair of a file. */
 export interface GgufEntry {
+  /** The key, e.g. `general.architecture`. */
   readonly key: string;
   /** `GgufType.ARRAY` for arrays, else the value's type. */
   readonly type: GgufType;
   /** The element type of an array. */
   readonly arrayType?: GgufType;
+  /** The value. */
   readonly value: GgufValue;
 }
 
 /** One tensor of a file. */
 export interface GgufTensorInfo {
+  /** The tensor's name. */
   readonly name: string;
+  /** Its element type (`typeName(type)` gives ggml's name of it). */
   readonly type: Type;
   /** Elements per dimension as stored (1 to 4 entries, innermost first). */
   readonly shape: readonly number[];
@@ -121,7 +125,7 @@ function array(s: Symbols, g: number, id: number, e: ScannedKv): GgufArray {
 
 /** The metadata of a GGUF file, and access to its tensor data. */
 export class GgufFile {
-  /** @internal Use {@linkcode readGguf}. */
+  /** @ignore @internal Use {@linkcode readGguf}. */
   constructor(
     /** The file read. */
     readonly path: string,

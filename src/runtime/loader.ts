@@ -13,7 +13,9 @@
  *    decides between the glibc and the musl package ({@linkcode detectLibc}),
  *    not which of them happens to be installed: Deno's npm installer ignores
  *    the `libc` (and, for resolution, `os`/`cpu`) fields of optional
- *    dependencies (denoland/deno#36597, #35038) and installs both.
+ *    dependencies (denoland/deno#36597, #35038) and installs both. Its Vulkan
+ *    backend library comes from the optional package beside it,
+ *    `@wsp-ggml/<platform>-<arch>[-musl]-vulkan`, when that is installed.
  *
  * With the `probe` option (or `WSP_GGML_PROBE=1`) the chosen library is first
  * loaded and run in a child process, so that a binary that crashes on this
@@ -40,7 +42,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { cString, type FfiAdapter, loadAdapter } from "../ffi/mod.ts";
 import { openWspGgml, type WspGgml } from "../ffi/open.ts";
-import { ArgumentError, LibraryNotFoundError } from "../core/errors.ts";
+import { ArgumentError, LibraryNotFoundError, PermissionError } from "../core/errors.ts";
 import { callbacks, LogLevel } from "../ffi/bindings.gen.ts";
 
 /** The environment variable that names the library's directory (or the base library file). */
@@ -70,7 +72,19 @@ export interface LoadOptions {
    * child is reported with {@linkcode LibraryNotFoundError}; the verdict is cached.
    */
   readonly probe?: boolean;
+  /**
+   * Register the Vulkan backend library (`libggml-vulkan.so`, `ggml-vulkan.dll`) when the
+   * place holds one and the machine has a Vulkan loader and device (default: true, or
+   * `WSP_GGML_VULKAN=0` for false). Without either, only the CPU is registered.
+   */
+  readonly vulkan?: boolean;
 }
+
+/** The environment variable that turns the Vulkan backend off (`0`). */
+export const VULKAN_ENV = "WSP_GGML_VULKAN";
+
+/** What became of the Vulkan backend library when the library was loaded ({@linkcode Library.vulkan}). */
+export type VulkanStatus = Library["vulkan"];
 
 /** The default places of the search, replaceable for tests. */
 export interface SearchPlaces {
@@ -124,6 +138,12 @@ export interface LibraryLocation {
   readonly base: string;
   /** The directory searched for CPU variants. */
   readonly dir: string;
+  /**
+   * For a platform package: the optional GPU package beside it (`@wsp-ggml/<platform>-vulkan`,
+   * resolved the same way) and its library directory, or null when it is not installed. The
+   * Vulkan library is looked for in `dir` first, then there.
+   */
+  readonly vulkanPackage?: { readonly name: string; readonly dir: string | null };
 }
 
 /** The opened library. */
@@ -138,6 +158,15 @@ export interface Library extends WspGgml {
   readonly cpuVariant: string;
   /** The CPU backend's registry entry (`wsp_ggml_backend_reg_t`), as ggml's registry loaded it. */
   readonly cpuReg: number;
+  /** The Vulkan backend library (`libggml-vulkan.so`, `ggml-vulkan.dll`): registered, or why not. */
+  readonly vulkan: {
+    /** The Vulkan library of the place, or null when it has none. */
+    readonly path: string | null;
+    /** Its registry entry (`wsp_ggml_backend_reg_t`) when it was registered, else 0. */
+    readonly reg: number;
+    /** Why it was not registered (no library, no Vulkan loader, no device, turned off), or null. */
+    readonly skipped: string | null;
+  };
 }
 
 /** The file name of the base library on this platform. */
@@ -157,6 +186,11 @@ export function platformPackage(
   libc: Libc | undefined = platform !== "linux" ? undefined : platform === process.platform ? detectLibc() : "glibc",
 ): string {
   return `@wsp-ggml/${platform}-${arch}${platform === "linux" && libc === "musl" ? "-musl" : ""}`;
+}
+
+/** The name of the optional Vulkan package beside a platform package (`@wsp-ggml/linux-x64-vulkan`, …). */
+export function vulkanPackage(platformPkg: string = platformPackage()): string {
+  return `${platformPkg}-vulkan`;
 }
 
 /** The local build's library directory: `zig-out/lib` of this repository. */
@@ -266,13 +300,19 @@ export function locateLibrary(
   } else {
     searched.push("local build: not a source checkout");
   }
-  const pkg = packageDir(places.resolveFrom ?? import.meta.url, pkgName, libc);
+  const from = places.resolveFrom ?? import.meta.url;
+  const pkg = packageDir(from, pkgName, libc);
   if (typeof pkg !== "string") {
     searched.push(`platform package ${pkgName}: ${pkg.missing}`);
     return fail();
   }
   const atPkg = inspect(pkg);
-  if (typeof atPkg !== "string") return { source: "package", ...atPkg };
+  if (typeof atPkg !== "string") {
+    const gpu = vulkanPackage(pkgName);
+    const gpuRoot = resolvePackage(from, gpu);
+    const gpuDir = gpuRoot === undefined ? null : existsSync(join(gpuRoot, "lib")) ? join(gpuRoot, "lib") : gpuRoot;
+    return { source: "package", ...atPkg, vulkanPackage: { name: gpu, dir: gpuDir } };
+  }
   searched.push(`platform package ${pkgName}: ${pkg} ${atPkg}`);
   return fail();
 }
@@ -288,10 +328,10 @@ export function bestCpuVariant(adapter: FfiAdapter, dir: string): string {
   // finds first, e.g. a second copy in zig's build cache, with its own backend registry,
   // logger and abort callback. (Left open: the library pins itself, native/pin.c.)
   const base = join(dir, baseLibraryName());
-  if (existsSync(base)) adapter.open(base, { wsp_ggml_time_init: { args: [], result: "void" } });
+  if (existsSync(base)) openNamed(base, () => adapter.open(base, { wsp_ggml_time_init: { args: [], result: "void" } }));
   let best: { path: string; score: number } | undefined;
   for (const path of cpuVariants(dir).values()) {
-    const lib = adapter.open(path, { wsp_ggml_backend_score: { args: [], result: "i32" } });
+    const lib = openNamed(path, () => adapter.open(path, { wsp_ggml_backend_score: { args: [], result: "i32" } }));
     const score = lib.has("wsp_ggml_backend_score") ? lib.symbols.wsp_ggml_backend_score() : 0;
     lib.close();
     if (score > 0 && (!best || score > best.score)) best = { path, score };
@@ -349,10 +389,15 @@ export function loadLibrary(options: LoadOptions = {}): Library {
     }
     return loaded;
   }
-  const location = locateLibrary(options);
-  // Before any dlopen, probing or not: a truncated file is SIGBUS, not an error.
-  checkLibraryFile(location, location.base);
-  for (const path of cpuVariants(location.dir).values()) checkLibraryFile(location, path);
+  let location: LibraryLocation;
+  try {
+    location = locateLibrary(options);
+    // Before any dlopen, probing or not: a truncated file is SIGBUS, not an error.
+    checkLibraryFile(location, location.base);
+    for (const path of cpuVariants(location.dir).values()) checkLibraryFile(location, path);
+  } catch (e) {
+    throw permissionError(e) ?? e; // Deno without --allow-env / --allow-read
+  }
   const probe = options.probe ?? process.env[PROBE_ENV] === "1";
   if (probe && options.cpuVariant === undefined) {
     // The child chose the variant the same way; opening the others here to
@@ -371,8 +416,8 @@ export function loadLibrary(options: LoadOptions = {}): Library {
   } else {
     cpuPath = opening(location, () => bestCpuVariant(ffi, location.dir));
   }
-  const lib = opening(location, () => openWspGgml(ffi, { base: location.base, cpu: cpuPath }));
-  const named = opening(location, () => ffi.open(cpuPath, { wsp_ggml_cpu_variant_name: { args: [], result: "pointer" } }));
+  const lib = opening(location, () => openWspGgml(ffi, { base: location.base, cpu: cpuPath }), location.base);
+  const named = opening(location, () => ffi.open(cpuPath, { wsp_ggml_cpu_variant_name: { args: [], result: "pointer" } }), cpuPath);
   const cpuVariant = named.has("wsp_ggml_cpu_variant_name")
     ? ffi.readCString(named.symbols.wsp_ggml_cpu_variant_name()) ?? ""
     : CPU_VARIANT.exec(cpuPath.split(/[\\/]/).pop() ?? "")?.[1] ?? "";
@@ -384,8 +429,57 @@ export function loadLibrary(options: LoadOptions = {}): Library {
   }
   // ggml reports a successful load at INFO level on stderr; keep only what deserves attention.
   for (const l of logs) if (l.level === LogLevel.WARN || l.level === LogLevel.ERROR) console.warn(l.text.trimEnd());
-  loaded = { ...lib, ffi, location, cpuPath, cpuVariant, cpuReg };
+  const vulkan = loadVulkan(lib, location, options.vulkan ?? process.env[VULKAN_ENV] !== "0");
+  loaded = { ...lib, ffi, location, cpuPath, cpuVariant, cpuReg, vulkan };
   return loaded;
+}
+
+/** The file name of the Vulkan backend library on this platform. */
+export function vulkanLibraryName(platform: string = process.platform): string {
+  return platform === "win32" ? "ggml-vulkan.dll" : "libggml-vulkan.so";
+}
+
+/**
+ * Registers the Vulkan backend library of `location` (beside its base library, or, for a
+ * platform package, in the optional `@wsp-ggml/<platform>-vulkan` package installed beside it)
+ * when there is one and it works here. A
+ * machine without a Vulkan loader fails its dlopen (it needs libvulkan.so.1 / vulkan-1.dll), a
+ * machine without a device (ggml-vulkan skips CPU-type devices such as lavapipe unless
+ * WSP_GGML_VK_VISIBLE_DEVICES names them) registers none and is unregistered again: either way
+ * only the CPU remains, ggml's messages are kept from stderr, and the reason is kept in
+ * {@linkcode Library.vulkan} and printed at DEBUG level (when WSP_GGML_DEBUG is set).
+ */
+function loadVulkan(lib: WspGgml, location: LibraryLocation, enabled: boolean): VulkanStatus {
+  // Beside the base library, else (platform package) in the optional -vulkan package beside it.
+  // From there its need for libwsp-ggml.so is met by the loaded base library: by soname (glibc),
+  // by module name (Windows), or on musl by the short name the base got when the CPU variant,
+  // loaded first, found it through its $ORIGIN run path (musl matches no sonames).
+  const gpu = location.vulkanPackage;
+  const beside = join(location.dir, vulkanLibraryName());
+  const path = existsSync(beside) || !gpu?.dir ? beside : join(gpu.dir, vulkanLibraryName());
+  const skip = (p: string | null, why: string): VulkanStatus => {
+    if (process.env.WSP_GGML_DEBUG) console.debug(`wsp-ggml: DEBUG: Vulkan backend skipped: ${why}`);
+    return { path: p, reg: 0, skipped: why };
+  };
+  if (!existsSync(path)) {
+    return skip(null, !gpu ? `no ${vulkanLibraryName()} in ${location.dir}` : gpu.dir === null
+      ? `the optional GPU package ${gpu.name} is not installed (CPU only)`
+      : `no ${vulkanLibraryName()} in ${gpu.dir} (${gpu.name})`);
+  }
+  if (!enabled) return skip(path, `turned off (${VULKAN_ENV}=0 or vulkan: false)`);
+  if (libraryFileProblem(path) !== null) return skip(path, `${path} ${libraryFileProblem(path)}`);
+  const pathC = cString(path);
+  const { result: reg, logs } = capturingLogs(lib, location.base, () => lib.symbols.wsp_ggml_backend_load(ffi.addressOf(pathC)));
+  keepAlive(pathC);
+  if (reg === 0) {
+    const said = logs.map((l) => l.text.trim()).filter(Boolean).join("; ");
+    return skip(path, `it could not be loaded (no Vulkan loader, ${process.platform === "win32" ? "vulkan-1.dll" : "libvulkan.so.1"}, or no Vulkan driver)${said ? `: ${said}` : ""}`);
+  }
+  if (Number(lib.symbols.wsp_ggml_backend_reg_dev_count(reg)) === 0) {
+    capturingLogs(lib, location.base, () => lib.symbols.wsp_ggml_backend_unload(reg)); // its INFO line is no news
+    return skip(path, "no Vulkan device (a CPU-type device such as lavapipe counts only when WSP_GGML_VK_VISIBLE_DEVICES names it)");
+  }
+  return { path, reg, skipped: null };
 }
 
 /**
@@ -405,6 +499,8 @@ export function libraryFileProblem(path: string): string | null {
     if (!st.isFile()) return "is not a regular file";
     fd = openSync(path, "r");
   } catch (e) {
+    const denied = permissionError(e, path);
+    if (denied) throw denied;
     return `cannot be read (${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message})`;
   }
   try {
@@ -452,19 +548,64 @@ function checkLibraryFile(location: LibraryLocation, path: string): void {
 }
 
 /**
- * Runs `open`; a failure of the runtime's dlopen (a file that is not a
- * library, or not this library: "file too short", "invalid ELF header", a
- * missing symbol) becomes a {@linkcode LibraryNotFoundError} naming the place.
+ * The {@linkcode PermissionError} for an error of the runtime that refused a
+ * permission (Deno without `--allow-ffi`: `NotCapable`, "Requires ffi access
+ * to …, run again with the --allow-ffi flag"), or undefined for any other error.
  */
-function opening<T>(location: LibraryLocation, open: () => T): T {
+export function permissionError(e: unknown, file?: string): PermissionError | undefined {
+  if (e instanceof PermissionError) return e;
+  const name = (e as Error | undefined)?.name ?? "";
+  const message = String((e as Error | undefined)?.message ?? e);
+  const kind = /Requires (\w+) access/.exec(message)?.[1];
+  if (name !== "NotCapable" && name !== "PermissionDenied" && kind === undefined) return undefined;
+  const flag = /--allow-[\w-]+/.exec(message)?.[0] ?? `--allow-${kind ?? "ffi"}`;
+  const what = kind === "ffi" || flag === "--allow-ffi" ? "load the native library" : `get ${kind ?? "the"} access it needs`;
+  return new PermissionError(
+    `wsp-ggml: the runtime did not allow wsp-ggml to ${what}${file ? ` (${file})` : ""}: ${message.replace(/\.$/, "")}. ` +
+      `Run it with ${flag}${flag === "--allow-ffi" ? " (wsp-ggml needs --allow-ffi, --allow-read and --allow-env; or -A)" : ""}.`,
+    flag,
+  );
+}
+
+/**
+ * Runs `open` of one library file; an error of the runtime's dlopen (a file
+ * that is not a library, or not this library: "file too short", "invalid ELF
+ * header", "no loadable segments") becomes a {@linkcode LibraryNotFoundError}
+ * that names the file (koffi's and bun:ffi's messages do not), and a refused
+ * permission a {@linkcode PermissionError}.
+ */
+function openNamed<T>(file: string, open: () => T): T {
   try {
     return open();
   } catch (e) {
     if (e instanceof LibraryNotFoundError) throw e;
+    const denied = permissionError(e, file);
+    if (denied) throw denied;
+    const message = String((e as Error | undefined)?.message ?? e);
+    throw new LibraryNotFoundError(`wsp-ggml: ${file} could not be opened: ${message.includes(file) ? message : `${message} (${file})`}`, [`${file}: ${message}`]);
+  }
+}
+
+/**
+ * Runs `open`; a failure of the runtime's dlopen (a file that is not a
+ * library, or not this library: "file too short", "invalid ELF header", a
+ * missing symbol) becomes a {@linkcode LibraryNotFoundError} naming the place
+ * and the file, a refused permission (Deno without `--allow-ffi`) a
+ * {@linkcode PermissionError}.
+ */
+function opening<T>(location: LibraryLocation, open: () => T, file?: string): T {
+  try {
+    return open();
+  } catch (e) {
+    if (e instanceof LibraryNotFoundError) throw e;
+    const denied = permissionError(e, file);
+    if (denied) throw denied;
     const where = location.source === "env" ? `${LIBRARY_PATH_ENV} (${location.dir})` : location.source === "option" ? `the path option (${location.dir})` : location.dir;
+    const message = String((e as Error | undefined)?.message ?? e);
+    const named = file === undefined || message.includes(file) ? message : `${file}: ${message}`;
     throw new LibraryNotFoundError(
-      `wsp-ggml: the libraries in ${where} could not be opened: ${(e as Error)?.message ?? e}. Point it at a directory holding ${baseLibraryName()} and the ggml-cpu-<variant> libraries of this platform.`,
-      [`${location.source}: ${location.base} could not be opened`],
+      `wsp-ggml: the libraries in ${where} could not be opened: ${named}. Point it at a directory holding ${baseLibraryName()} and the ggml-cpu-<variant> libraries of this platform.`,
+      [`${location.source}: ${file ?? location.base} could not be opened`],
     );
   }
 }
@@ -543,9 +684,23 @@ export function probeLibrary(location: LibraryLocation, cpuVariant?: string): Pr
     return { ok: true, cached: false };
   }
   const [cmd, args] = childCommand(script, [location.base, cpuVariant ?? ""]);
+  // Deno without --allow-run answers spawnSync with an empty object (no status, no error):
+  // that is no verdict on the library, and must not be cached as one.
+  const deno = (globalThis as { Deno?: { permissions?: { querySync?(d: { name: "run"; command: string }): { state: string } } } }).Deno;
+  const runState = deno?.permissions?.querySync?.({ name: "run", command: cmd }).state;
+  if (runState === "denied" || runState === "prompt") {
+    throw new PermissionError(
+      `wsp-ggml: the probe of ${location.base} runs it in a child process (${cmd}), which the runtime did not allow. Run it with --allow-run (or turn the probe off: ${PROBE_ENV}=0, or probe: false).`,
+      "--allow-run",
+    );
+  }
   const env: Record<string, string | undefined> = { ...process.env, [PROBE_ENV]: "0", NODE_TEST_CONTEXT: undefined };
   delete env.NODE_TEST_CONTEXT;
   const r = spawnSync(cmd, args, { encoding: "utf8", env: env as Record<string, string>, timeout: 120_000, stdio: ["ignore", "pipe", "pipe"] });
+  if (r.status === undefined && r.signal === undefined && !r.error) {
+    console.warn(`wsp-ggml: cannot probe ${location.base} (the child process did not start); loading it directly`);
+    return { ok: true, cached: false };
+  }
   if (r.error && (r.error as { code?: string }).code !== "ETIMEDOUT") {
     console.warn(`wsp-ggml: cannot probe ${location.base} (${r.error.message}); loading it directly`);
     return { ok: true, cached: false };

@@ -71,7 +71,7 @@ function openNatives() {
 }
 
 let opened: Natives | undefined;
-/** @internal The C side of logging and aborts (`native/log.c`), opened on first use. */
+/** @ignore @internal The C side of logging and aborts (`native/log.c`), opened on first use. */
 export function logNatives(): Natives {
   return (opened ??= openNatives());
 }
@@ -185,7 +185,7 @@ function testArgs(text: string, cont: string | null): [Uint8Array, Uint8Array | 
 }
 
 /**
- * @internal Test hook: logs `text` at `level` through ggml's logger, then
+ * @ignore @internal Test hook: logs `text` at `level` through ggml's logger, then
  * `cont` (unless null) as a `CONT` continuation (`native/log.c`), from one
  * new native thread (waiting for it to end) when `threaded`, else from this
  * thread.
@@ -198,7 +198,7 @@ export function logTest(level: LogLevel, text: string, cont: string | null, thre
 }
 
 /**
- * @internal Test hook: {@linkcode logTest} as a non-blocking call, so on the
+ * @ignore @internal Test hook: {@linkcode logTest} as a non-blocking call, so on the
  * thread the runtime runs those on (Deno `nonblocking`, koffi `.async`, the
  * worker of Bun).
  */

@@ -39,7 +39,13 @@ const DATA = layouts.wsp_ggml_tensor.fields.data.offset;
 /** `WSP_GGML_DEFAULT_GRAPH_SIZE`: the size of the graphs ggml-opt builds. */
 const OPT_GRAPH_SIZE = 2048;
 
-/** A native handle owned by one JS object: freed by `free()`, `using` or the garbage collector. */
+/**
+ * A native handle owned by one JS object: freed by `free()`, `using` or the
+ * garbage collector. Not exported; its public members are documented where
+ * each subclass overrides or inherits them.
+ *
+ * @ignore
+ */
 abstract class Owned {
   readonly #h: Handle;
   readonly #what: string;
@@ -54,7 +60,7 @@ abstract class Owned {
     });
   }
 
-  /** @internal The native handle; throws once freed. */
+  /** @ignore @internal The native handle; throws once freed. */
   _live(what: string): number {
     if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the ${this.#what} was freed`);
     return this.#h.ptr;
@@ -68,7 +74,7 @@ abstract class Owned {
   /** An epoch that uses this object is running (its progress callback runs JS). */
   #inUse = 0;
 
-  /** @internal Counts epochs using this object (`free` is refused meanwhile). */
+  /** @ignore @internal Counts epochs using this object (`free` is refused meanwhile). */
   _hold(delta: 1 | -1): void {
     this.#inUse += delta;
   }
@@ -202,7 +208,7 @@ export class OptDataset extends Owned {
     return { data: ffi.readPointer(t, DATA), bytes: Number(s.wsp_ggml_nbytes(t)), type, count: (labels ? this.neLabel : this.neDatapoint) * this.ndata };
   }
 
-  /** @internal The data as bytes of native memory (valid while the dataset lives), and its element count. */
+  /** @ignore @internal The data as bytes of native memory (valid while the dataset lives), and its element count. */
   _raw(what: string): { buffer: ArrayBuffer; offset: number; count: number } {
     const { data, bytes, count } = this.#tensor(what, false);
     return { buffer: ffi.view(data, bytes), offset: 0, count };
@@ -262,21 +268,21 @@ export class OptDataset extends Owned {
     const p = this._live("shuffle");
     if (!(opt instanceof OptContext)) throw new ArgumentError("shuffle: expected an OptContext (its RNG shuffles)");
     const o = opt._live("shuffle");
-    i64("idata", idata);
+    i64("shuffle: idata", idata);
     if (idata > this.ndata) throw new BoundsError(`shuffle: idata ${idata} exceeds ndata ${this.ndata}`);
     if (idata >= 0 && idata % this.ndataShard !== 0) throw new BoundsError(`shuffle: idata ${idata} must be a multiple of ndataShard ${this.ndataShard}`);
     sym().wsp_ggml_opt_dataset_shuffle(o, p, idata);
     return this;
   }
 
-  /** @internal Checks a batch of `batch` datapoints and `labelElems` label elements per batch; returns the shards per batch. */
+  /** @ignore @internal Checks a batch of `batch` datapoints and `labelElems` label elements per batch; returns the shards per batch. */
   _checkBatch(what: string, batch: number, ibatch: number, withLabels: boolean, labelElems: number): void {
     if (batch % this.ndataShard !== 0) throw new ShapeError(`${what}: the batch of ${batch} datapoints is not a multiple of ndataShard ${this.ndataShard}`);
     if (withLabels !== this.hasLabels) {
       throw new ArgumentError(withLabels ? `${what}: labels are wanted but the dataset has none (neLabel 0)` : `${what}: the dataset has labels but no labels batch is given`);
     }
     if (withLabels && labelElems !== batch * this.neLabel) throw new ShapeError(`${what}: the labels batch has ${labelElems} elements, expected ${batch} × neLabel ${this.neLabel}`);
-    i64("ibatch", ibatch);
+    i64(`${what}: ibatch`, ibatch);
     if (ibatch < 0 || (ibatch + 1) * batch > this.ndata) throw new BoundsError(`${what}: batch ${ibatch} of ${batch} datapoints is past the ${this.ndata} datapoints`);
   }
 
@@ -410,7 +416,7 @@ export interface Estimate {
  * (`wsp_ggml_opt_result_t`). Free it with `free()` (or `using`).
  */
 export class OptResult extends Owned {
-  /** @internal What the first evaluation into this result fixed (ggml asserts the same afterwards). */
+  /** @ignore @internal What the first evaluation into this result fixed (ggml asserts the same afterwards). */
   _shape: { perDatapoint: boolean; optPeriod: number; batch: number; pred: boolean } | null = null;
 
   /** An empty result (`wsp_ggml_opt_result_init`). */
@@ -588,10 +594,10 @@ export class OptContext extends Owned {
     if (bufferOf(inputs) === 0 || !inputs.isAllocated) throw new NotAllocatedError(`OptContext: inputs ${inputs.describe()} must be allocated in a backend buffer (allocCtxTensors) — ggml asserts "the inputs must be allocated statically"`);
     if (!inputs.isContiguous) throw new ShapeError(`OptContext: inputs ${inputs.describe()} must be contiguous`);
     if (outputs.type !== Type.F32) throw new GgmlTypeError(`OptContext: outputs must be f32 (ggml-opt's loss is an f32 scalar), got ${outputs.describe()}`);
-    const lossType = member("loss", options.loss ?? OptLossType.MEAN, OptLossType, "OptLossType");
-    const buildType = member("buildType", options.buildType ?? OptBuildType.OPT, OptBuildType, "OptBuildType");
+    const lossType = member("OptContext: loss", options.loss ?? OptLossType.MEAN, OptLossType, "OptLossType");
+    const buildType = member("OptContext: buildType", options.buildType ?? OptBuildType.OPT, OptBuildType, "OptBuildType");
     const optPeriod = options.optPeriod ?? 1;
-    i64("optPeriod", optPeriod);
+    i64("OptContext: optPeriod", optPeriod);
     if (optPeriod < 1 || optPeriod > 2 ** 31 - 1) throw new BoundsError(`OptContext: optPeriod must be in 1..2^31-1, got ${optPeriod}`);
     const batch = inputs.shape[1];
     if (outputs.shape[1] !== batch || outputs.shape[2] !== 1 || outputs.shape[3] !== 1) {
@@ -633,7 +639,7 @@ export class OptContext extends Owned {
     this.#optimizer = optimizer;
   }
 
-  /** @internal Live check of the context and everything its graphs refer to. */
+  /** @ignore @internal Live check of the context and everything its graphs refer to. */
   override _live(what: string): number {
     const p = super._live(what);
     this.sched.pointer; // throws once freed
@@ -683,7 +689,7 @@ export class OptContext extends Owned {
   /** Zeroes the gradients, and the optimizer's state (momenta, step count) when `optimizer` (`wsp_ggml_opt_reset`). */
   reset(optimizer: boolean): this {
     const p = this._live("reset");
-    bool("optimizer", optimizer);
+    bool("reset: optimizer", optimizer);
     if (this.buildType !== OptBuildType.OPT) throw new ArgumentError(`reset: needs buildType OPT (the gradient graphs exist only then), got ${this.buildType}`);
     sym().wsp_ggml_opt_reset(p, optimizer);
     return this;
@@ -731,7 +737,7 @@ export class OptContext extends Owned {
     const p = this._live("epoch");
     this.#checkDataset("epoch", dataset);
     const split = options.idataSplit ?? -1;
-    i64("idataSplit", split);
+    i64("epoch: idataSplit", split);
     const idata = split < 0 ? dataset.ndata : split;
     if (idata > dataset.ndata) throw new BoundsError(`epoch: idataSplit ${split} exceeds the dataset's ${dataset.ndata} datapoints`);
     if (idata % this.batch !== 0) throw new BoundsError(`epoch: idataSplit ${split} is not a multiple of the batch size ${this.batch}`);
@@ -931,12 +937,12 @@ export function fit(options: FitOptions): FitEpoch[] {
   if (!(options.inputs instanceof Tensor)) throw new ArgumentError("fit: inputs must be a Tensor");
   const physical = options.inputs.shape[1];
   const logical = options.batchLogical ?? physical;
-  i64("batchLogical", logical);
+  i64("fit: batchLogical", logical);
   if (logical < 1 || logical % physical !== 0) throw new ShapeError(`fit: batchLogical ${logical} must be a multiple of the physical batch ${physical} (inputs ne[1])`);
   if (dataset.ndata % logical !== 0) throw new ShapeError(`fit: batchLogical ${logical} does not divide the dataset's ${dataset.ndata} datapoints`);
   const valSplit = options.valSplit ?? 0;
   if (typeof valSplit !== "number" || !(valSplit >= 0 && valSplit < 1)) throw new BoundsError(`fit: valSplit must be in [0, 1), got ${valSplit}`);
-  const silent = bool("silent", options.silent ?? true);
+  const silent = bool("fit: silent", options.silent ?? true);
   const schedule = typeof options.optimizer === "function" ? options.optimizer : undefined;
   const optPeriod = logical / physical;
   const nbatchesLogical = dataset.ndata / logical;

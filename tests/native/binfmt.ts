@@ -1,6 +1,6 @@
 /**
  * Just enough of ELF, Mach-O and PE to tell what a built library is: its format, machine,
- * kind (shared library or executable) and, for PE, its export table. Read from the bytes,
+ * kind (shared library or executable) and, for PE, its export and import tables. Read from the bytes,
  * so the check does not depend on which binutils the machine has.
  *
  * @module
@@ -17,6 +17,10 @@ export interface BinaryInfo {
   readonly sharedLibrary: boolean;
   /** PE only: the names the DLL exports. */
   readonly exports?: readonly string[];
+  /** PE only: the DLLs it imports from (as the import directory spells them), each with the names it imports. */
+  readonly imports?: ReadonlyMap<string, readonly string[]>;
+  /** Mach-O only: the symbol table's defined symbols, by name, with section number and value. */
+  readonly symbols?: ReadonlyMap<string, { readonly section: number; readonly value: bigint }>;
 }
 
 /** Reads the headers of the binary at `path`; throws on an unknown format. */
@@ -44,10 +48,28 @@ function readElf(dv: DataView): BinaryInfo {
 function readMachO(dv: DataView): BinaryInfo {
   const cpu = dv.getUint32(4, true);
   const fileType = dv.getUint32(12, true);
+  const nCmds = dv.getUint32(16, true);
+  const symbols = new Map<string, { section: number; value: bigint }>();
+  // Load commands follow the 32-byte header; LC_SYMTAB (2) points at nlist_64 entries and strings.
+  for (let i = 0, at = 32; i < nCmds; i++, at += dv.getUint32(at + 4, true)) {
+    if (dv.getUint32(at, true) !== 2) continue;
+    const [symOff, nSyms, strOff] = [dv.getUint32(at + 8, true), dv.getUint32(at + 12, true), dv.getUint32(at + 16, true)];
+    for (let k = 0; k < nSyms; k++) {
+      const e = symOff + 16 * k;
+      const type = dv.getUint8(e + 4);
+      if ((type & 0x0e) !== 0x0e) continue; // N_SECT: defined in a section
+      let end = strOff + dv.getUint32(e, true);
+      const start = end;
+      while (dv.getUint8(end) !== 0) end++;
+      const name = new TextDecoder().decode(new Uint8Array(dv.buffer, dv.byteOffset + start, end - start));
+      symbols.set(name, { section: dv.getUint8(e + 5), value: dv.getBigUint64(e + 8, true) });
+    }
+  }
   return {
     format: "macho",
     machine: cpu === 0x01000007 ? "x86_64" : cpu === 0x0100000c ? "aarch64" : "other",
     sharedLibrary: fileType === 6 || fileType === 8,
+    symbols,
   };
 }
 
@@ -83,10 +105,33 @@ function readPe(dv: DataView, buf: Uint8Array): BinaryInfo {
       exports.push(name);
     }
   }
+  const cString = (at: number): string => {
+    let name = "";
+    while (buf[at] !== 0) name += String.fromCharCode(buf[at++]);
+    return name;
+  };
+  // The import directory (data directory 1): 20-byte descriptors up to an all-zero one; each names
+  // a DLL and points at its lookup table of 8-byte entries (bit 63: by ordinal; else the RVA of a
+  // hint/name entry, whose name starts after the 2-byte hint).
+  const imports = new Map<string, string[]>();
+  const importRva = dv.getUint32(opt + 120, true);
+  if (importRva !== 0) {
+    for (let d = offsetOf(importRva); dv.getUint32(d + 12, true) !== 0; d += 20) {
+      const names: string[] = [];
+      const lookupRva = dv.getUint32(d, true) || dv.getUint32(d + 16, true);
+      for (let e = offsetOf(lookupRva); ; e += 8) {
+        const entry = dv.getBigUint64(e, true);
+        if (entry === 0n) break;
+        names.push(entry >> 63n ? `#${entry & 0xffffn}` : cString(offsetOf(Number(entry & 0x7fffffffn)) + 2));
+      }
+      imports.set(cString(offsetOf(dv.getUint32(d + 12, true))), names);
+    }
+  }
   return {
     format: "pe",
     machine: machine === 0x8664 ? "x86_64" : machine === 0xaa64 ? "aarch64" : "other",
     sharedLibrary: (characteristics & 0x2000) !== 0,
     exports,
+    imports,
   };
 }

@@ -23,6 +23,21 @@ const x86 = ["x64", "sse42", "sandybridge", "haswell", "alderlake", "skylakex", 
 const armLinux = ["armv8.0", "armv8.2", "armv8.6"];
 const armApple = ["apple_m1", "apple_m2"];
 
+/**
+ * The Vulkan backend (issue 25): built into these targets when build.zig had shaders, as it has
+ * after `npm run setup` on a machine with glslc and libvulkan-dev (.cache/vulkan-shaders/current).
+ */
+const vulkanBuilt = existsSync(join(root, ".cache", "vulkan-shaders", "current", "ggml-vulkan-shaders.S"));
+const vulkanTargets: Record<string, string> = {
+  "linux-x64": "libggml-vulkan.so",
+  "linux-arm64": "libggml-vulkan.so",
+  "linux-x64-musl": "libggml-vulkan.so",
+  "linux-arm64-musl": "libggml-vulkan.so",
+  "win32-x64": "ggml-vulkan.dll",
+};
+/** The DLLs a Windows build may import: the Vulkan loader, the base library, Windows itself and its C runtime. */
+const windowsImportOk = (dll: string) => /^(vulkan-1|wsp-ggml|kernel32|advapi32|user32|ntdll|bcrypt|ws2_32|api-ms-win-[a-z0-9-]+)\.dll$/i.test(dll);
+
 /** Expected contents of each target folder. */
 const targets: Record<string, { machine: "x86_64" | "aarch64"; format: "elf" | "macho" | "pe"; variants: string[]; libc?: "glibc" | "musl" }> = {
   "linux-x64": { machine: "x86_64", format: "elf", variants: x86, libc: "glibc" },
@@ -62,7 +77,7 @@ describe("zig build dist", () => {
     test(`${name}: every library has the right format and machine`, () => {
       const dir = join(dist, name);
       const names = libNames(name);
-      const want = [names.base, ...t.variants.map(names.variant)].sort();
+      const want = [names.base, ...t.variants.map(names.variant), ...(vulkanBuilt && vulkanTargets[name] ? [vulkanTargets[name]] : [])].sort();
       assert.deepEqual(readdirSync(dir).sort(), want, `contents of dist/${name}`);
       for (const file of want) {
         const info = readBinary(join(dir, file));
@@ -106,6 +121,47 @@ describe("zig build dist", () => {
       const cpu = new Set(readBinary(join(dist, "win32-x64", `ggml-cpu-${v}.dll`)).exports);
       const missing = [...want("cpu"), "wsp_ggml_backend_score", "wsp_ggml_backend_init", "wsp_ggml_cpu_variant_name"].filter((s) => !cpu.has(s));
       assert.deepEqual(missing, [], `missing from ggml-cpu-${v}.dll`);
+    }
+  });
+});
+
+describe("the Vulkan backend libraries", { skip: vulkanBuilt ? false : "built without Vulkan (no .cache/vulkan-shaders/current: glslc or libvulkan-dev missing)" }, () => {
+  for (const name of ["linux-x64", "linux-arm64", "linux-x64-musl", "linux-arm64-musl"]) {
+    test(`${name}: libggml-vulkan.so needs libvulkan.so.1 and the base library; nothing else does`, () => {
+      const needed = (file: string) => {
+        const r = run("readelf", ["-d", "-W", join(dist, name, file)]);
+        assert.equal(r.code, 0, r.out);
+        return [...r.out.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
+      };
+      const vk = needed("libggml-vulkan.so");
+      assert.ok(vk.includes("libvulkan.so.1") && vk.includes("libwsp-ggml.so"), `libggml-vulkan.so: NEEDED ${vk}`);
+      // The Vulkan loader only as a dependency of the Vulkan library: a machine without it still loads the CPU.
+      for (const file of readdirSync(join(dist, name)).filter((f) => f !== "libggml-vulkan.so")) {
+        assert.ok(!needed(file).some((n) => n.startsWith("libvulkan")), `${file} needs the Vulkan loader`);
+      }
+      // The SPIR-V is in the library (26 MB of it), its symbols are not exported.
+      const size = readFileSync(join(dist, name, "libggml-vulkan.so")).length;
+      assert.ok(size > 20e6, `libggml-vulkan.so is ${size} bytes: no shaders?`);
+      const syms = run("readelf", ["--dyn-syms", "-W", join(dist, name, "libggml-vulkan.so")]);
+      assert.match(syms.out, /\bwsp_ggml_backend_init\b/);
+      assert.doesNotMatch(syms.out, /\b(matmul_f32_f32|add)_data\b/, "shader symbols are exported");
+    });
+  }
+
+  test("win32-x64: ggml-vulkan.dll imports only vulkan-1.dll, the base DLL and system DLLs; the others do not import vulkan-1.dll", () => {
+    const dir = join(dist, "win32-x64");
+    const vk = readBinary(join(dir, "ggml-vulkan.dll"));
+    const dlls = [...vk.imports!.keys()];
+    assert.ok(dlls.some((d) => d.toLowerCase() === "vulkan-1.dll"), `imports: ${dlls}`);
+    assert.deepEqual(dlls.filter((d) => !windowsImportOk(d)), [], "unexpected imports of ggml-vulkan.dll");
+    const fromLoader = vk.imports!.get([...vk.imports!.keys()].find((d) => d.toLowerCase() === "vulkan-1.dll")!)!;
+    assert.deepEqual([...fromLoader].sort(), ["vkCmdCopyBuffer", "vkGetInstanceProcAddr", "vkGetPhysicalDeviceFeatures2"]);
+    assert.ok(vk.exports!.includes("wsp_ggml_backend_init"), "ggml-vulkan.dll does not export wsp_ggml_backend_init");
+    assert.deepEqual(vk.exports!.filter((e) => /^(matmul_f32_f32|add_f32_f32_f32|add|arr_dmmv_q4_0_f32_f32)_data$/.test(e)), [], "shader symbols are exported");
+    for (const file of readdirSync(dir).filter((f) => f !== "ggml-vulkan.dll")) {
+      const imports = [...readBinary(join(dir, file)).imports!.keys()];
+      assert.ok(!imports.some((d) => d.toLowerCase() === "vulkan-1.dll"), `${file} imports vulkan-1.dll`);
+      assert.deepEqual(imports.filter((d) => !windowsImportOk(d)), [], `unexpected imports of ${file}`);
     }
   });
 });
@@ -164,4 +220,21 @@ describe("smoke test on every target this machine can run", () => {
     });
     assert.equal(variant, bestHostVariant());
   });
+
+  // The smoke test loads every backend of the folder (wsp_ggml_backend_load_all_from_path), so
+  // ggml-vulkan.dll too: without a Vulkan driver (no ICD for wine's vulkan-1.dll to reach) and
+  // without a Vulkan loader at all (wine's builtin vulkan-1.dll disabled), the CPU still computes.
+  for (const [what, env] of [["no Vulkan driver", { VK_ICD_FILENAMES: "/nonexistent/icd.json", VK_DRIVER_FILES: "/nonexistent/icd.json" }], ["no vulkan-1.dll", { WINEDLLOVERRIDES: "vulkan-1=d" }]] as const) {
+    test(`win32-x64 under wine with ${what}: the CPU still computes`, { skip: !wine ? "wine64 is not installed" : !vulkanBuilt ? "built without Vulkan" : false }, () => {
+      const libs = join(dist, "win32-x64");
+      const winPath = `Z:${libs.replaceAll("/", "\\")}`;
+      const variant = smokeVariant(wine!, [join(smoke, "win32-x64", "wsp-ggml-smoke.exe"), winPath], {
+        WINEPATH: winPath,
+        WINEDEBUG: "-all",
+        WINEPREFIX: join(root, ".zig-cache", "wineprefix"),
+        ...env,
+      });
+      assert.equal(variant, bestHostVariant());
+    });
+  }
 });

@@ -2,7 +2,26 @@
 // and packed with `npm pack` (scripts/pack.mjs), the tarballs are installed
 // into a fresh temporary project with `npm install --offline` (our packages
 // from the tarballs, koffi from npm's cache), and the same program
-// (tests/package/program.mjs) computes a graph there under Node, Bun and Deno.
+// (tests/package/program.mjs: a graph computed synchronously, then
+// asynchronously and aborted, and a GGUF file written by Python's gguf read
+// onto the CPU backend) runs there under Node, Bun and Deno (Deno with the
+// npm-made node_modules, by bare name and by `npm:` specifier; `deno add`
+// cannot install a local tarball). A second fresh project is made with
+// `bun add` of the tarballs and runs it on Bun, and is compiled there with
+// `bun build --compile` through `wsp-ggml/compile` and run from another folder.
+// The package's README (packages/wsp-ggml/README.md) is read from the installed
+// package and every code block that starts with `// <file>` is run on each
+// runtime it is written for, its output checked. An error thrown in the
+// package names its TypeScript source under `node --enable-source-maps`.
+// The host's optional GPU package (`@wsp-ggml/<host>-vulkan`) is installed with
+// the others and found by the loader: with WSP_GGML_VK_VISIBLE_DEVICES=0 (Mesa's
+// lavapipe counts then) a mul_mat on the Vulkan device equals the CPU's on each
+// runtime; with the package removed from node_modules, or replaced by an empty
+// one through npm `overrides` (the README's way to leave it out), or with
+// WSP_GGML_VULKAN=0, the program runs on the CPU.
+//
+// Each test prints its time (`# … ms`); the whole file takes about a minute on
+// two cores, most of it the pack (tsc) and the runtimes' start-ups.
 //
 // The test drives all three runtimes itself, so it runs on Node only; on Bun
 // and Deno (which `npm test` also runs it on) it is skipped.
@@ -14,8 +33,9 @@ import { execFileSync, spawnSync, type SpawnSyncReturns } from "node:child_proce
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import process from "node:process";
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, test, type TestContext } from "node:test";
 import { root } from "../run.ts";
 
 const g = globalThis as { Deno?: unknown; Bun?: unknown };
@@ -25,8 +45,9 @@ const npm = win ? "npm.cmd" : "npm";
 const bin = (name: string) => join(root, "node_modules", ".bin", win ? `${name}.cmd` : name);
 
 interface PackReport {
-  packages: { name: string; filename: string; tarball: string; size: number; files: { path: string; size: number }[] }[];
+  packages: { name: string; filename: string; tarball: string; size: number; unpackedSize: number; packMs: number; files: { path: string; size: number }[] }[];
   missing: { name: string; why: string }[];
+  skipped: { name: string; why: string }[];
 }
 
 /** The program's result, as it prints it. */
@@ -44,6 +65,24 @@ interface Result {
   asyncC: number[];
   /** The error name a long async compute rejected with when its signal aborted. */
   aborted: string;
+  /** tests/fixtures/gguf/python.gguf read by readGguf, its f32 tensor loaded onto the CPU backend. */
+  gguf: { arch: string; kvs: number; tensors: string[]; f32: number[] };
+}
+
+/** What Python's gguf wrote into tests/fixtures/gguf/python.gguf. */
+const GGUF = JSON.parse(readFileSync(join(root, "tests", "fixtures", "gguf", "python.expect.json"), "utf8")) as {
+  kv: unknown[];
+  tensors: { name: string; values: number[] }[];
+};
+
+/** Runs `fn`, prints its time as a TAP comment, returns its result. */
+function timed<T>(what: string, fn: () => T): T {
+  const t0 = performance.now();
+  try {
+    return fn();
+  } finally {
+    console.log(`# ${what}: ${(performance.now() - t0).toFixed(0)} ms`);
+  }
 }
 
 // mul_mat of a (3×2) and b (3×2): c[i][j] = Σₖ a[j][k]·b[i][k]; y = softmax(c/2) by rows.
@@ -80,7 +119,7 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
   let cache: string;
   let installMode = "";
 
-  const run = (cmd: string, args: readonly string[], env: Record<string, string> = {}): SpawnSyncReturns<string> => {
+  const run = (cmd: string, args: readonly string[], env: Record<string, string> = {}, cwd = project): SpawnSyncReturns<string> => {
     const clean = { ...process.env };
     // Nothing of this checkout may leak in: the installed packages must find their own library.
     delete clean.WSP_GGML_LIBRARY_PATH;
@@ -88,7 +127,7 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
     delete clean.NODE_OPTIONS;
     delete clean.NODE_TEST_CONTEXT;
     return spawnSync(cmd, args, {
-      cwd: project,
+      cwd,
       encoding: "utf8",
       timeout: 120_000,
       shell: win && cmd.endsWith(".cmd"),
@@ -96,22 +135,27 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
     });
   };
 
-  const program = (runtime: keyof typeof runtimes, env: Record<string, string> = {}): Result => {
-    const [cmd, args] = runtimes[runtime]("program.mjs");
-    const r = run(cmd, args, env);
+  const program = (runtime: keyof typeof runtimes, env: Record<string, string> = {}, cwd = project, file = "program.mjs"): Result => {
+    const [cmd, args] = runtimes[runtime](file);
+    const r = run(cmd, args, env, cwd);
     assert.equal(r.status, 0, `${runtime} exited with ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`);
     return JSON.parse(r.stdout.trim().split("\n").pop()!) as Result;
   };
 
-  const check = (runtime: string, r: Result) => {
+  const check = (runtime: string, r: Result, dir = project) => {
     assert.equal(r.runtime, runtime);
     assert.deepEqual(r.shape, [2, 2, 1, 1]);
     assert.deepEqual(r.c, C);
     assert.deepEqual(r.asyncC, C, "graphComputeAsync");
     assert.equal(r.aborted, "AbortError", "a long graphComputeAsync whose signal aborted");
     r.y.forEach((v, i) => assert.ok(Math.abs(v - Y[i]) < 1e-5, `y[${i}] = ${v}, want ${Y[i]}`));
+    assert.equal(r.gguf.arch, "wsp-test");
+    assert.equal(r.gguf.kvs, GGUF.kv.length);
+    assert.deepEqual(r.gguf.tensors, GGUF.tensors.map((t) => t.name));
+    assert.deepEqual(r.gguf.f32, GGUF.tensors.find((t) => t.name === "w.f32")!.values, "w.f32 read into a CPU buffer");
+    if (dir === "embedded") return assert.equal(r.source, "option");
     assert.equal(r.source, "package");
-    assert.ok(r.base.startsWith(join(project, "node_modules", "@wsp-ggml", host())), r.base);
+    assert.ok(r.base.startsWith(join(dir, "node_modules", "@wsp-ggml", host())), r.base);
     assert.equal(r.version, JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
     assert.equal(r.ggmlCommit, "85871a9");
   };
@@ -119,9 +163,10 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
   before(async () => {
     // A computed specifier: scripts/pack.mjs is plain JavaScript without declarations.
     const script = "../../scripts/pack.mjs";
-    const { buildPackages } = (await import(script)) as { buildPackages(o: { pack: boolean; allowMissing: boolean }): PackReport };
-    report = buildPackages({ pack: true, allowMissing: true });
-    for (const m of report.missing) console.log(`# not packed: ${m.name}: ${m.why}`);
+    const { buildPackages } = (await import(script)) as { buildPackages(o: { pack: boolean; allowMissing: boolean; vulkan: "host" }): PackReport };
+    // Only the host's -vulkan package: each is ~27 MB to gzip (a few seconds), and only the host's can be installed here.
+    report = timed("pack (tsc, npm pack)", () => buildPackages({ pack: true, allowMissing: true, vulkan: "host" }));
+    for (const m of [...report.missing, ...report.skipped]) console.log(`# not packed: ${m.name}: ${m.why}`);
     project = mkdtempSync(join(tmpdir(), "wsp-ggml-pack-"));
     cache = join(project, ".probe-cache");
     const tgz = Object.fromEntries(report.packages.map((p) => [p.name, `file:${p.tarball}`]));
@@ -138,8 +183,10 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
       allowScripts: { koffi: true },
     }, null, 2));
     copyFileSync(join(root, "tests", "package", "program.mjs"), join(project, "program.mjs"));
+    copyFileSync(join(root, "tests", "package", "vulkan_program.mjs"), join(project, "vulkan_program.mjs"));
+    copyFileSync(join(root, "tests", "fixtures", "gguf", "python.gguf"), join(project, "model.gguf"));
     writeFileSync(join(project, "program_types.ts"), PROGRAM_TYPES);
-    const install = (mode: string) => run(npm, ["install", mode, "--no-audit", "--no-fund", "--loglevel=error"]);
+    const install = (mode: string) => timed(`npm install ${mode}`, () => run(npm, ["install", mode, "--no-audit", "--no-fund", "--loglevel=error"]));
     let r = install("--offline");
     installMode = "--offline";
     if (r.status !== 0 && /ENOTCACHED/.test(r.stderr)) {
@@ -161,24 +208,374 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
     assert.ok(names.includes(`@wsp-ggml/${host()}`), `the host package @wsp-ggml/${host()} must be packed`);
     for (const p of report.packages) {
       for (const f of p.files) {
-        assert.doesNotMatch(f.path, /(^|\/)(tests?|vendor|cpp|\.zig-cache|zig-out|node_modules|codegen)\/|\.test\.|\.(c|cc|cpp|h|zig|tgz|map)$/, `${p.name}: ${f.path}`);
+        // Source maps of the JavaScript only (.js.map); no .ts sources (the maps carry them).
+        assert.doesNotMatch(f.path, /(^|\/)(tests?|vendor|cpp|\.zig-cache|zig-out|node_modules|codegen)\/|\.test\.|\.(c|cc|cpp|h|zig|tgz)$|(?<!\.js)\.map$|(?<!\.d)\.ts$/, `${p.name}: ${f.path}`);
       }
     }
     const main = report.packages.find((p) => p.name === "wsp-ggml")!;
     assert.ok(main.files.some((f) => f.path === "dist/src/ffi/entry_deno.js"));
+    assert.ok(main.files.some((f) => f.path === "dist/src/ffi/compile.js"), "the wsp-ggml/compile subpath");
     assert.ok(main.files.some((f) => f.path === "dist/src/mod.d.ts"));
-    const installed = readdirSync(join(project, "node_modules", "@wsp-ggml"));
-    assert.deepEqual(installed, [host()]);
+    const paths = new Set(main.files.map((f) => f.path));
+    for (const f of paths) if (f.endsWith(".js")) assert.ok(paths.has(`${f}.map`), `${f} has no source map`);
+    const readme = readFileSync(join(project, "node_modules", "wsp-ggml", "README.md"), "utf8");
+    assert.equal(readme, readFileSync(join(root, "packages", "wsp-ggml", "README.md"), "utf8"), "the package's README is the user README");
+    assert.doesNotMatch(readme, /\.\.\/mod\.ts|npm ci/);
+    const sizes = report.packages.map((p) => `${p.name} ${(p.size / 1024).toFixed(1)} KiB packed, ${(p.unpackedSize / 1024).toFixed(1)} KiB unpacked`);
+    console.log(`# ${sizes.join("; ")}`);
+    const installed = readdirSync(join(project, "node_modules", "@wsp-ggml")).sort();
+    const gpu = report.packages.some((p) => p.name === `@wsp-ggml/${host()}-vulkan`) ? [`${host()}-vulkan`] : [];
+    assert.deepEqual(installed, [host(), ...gpu], "the host's platform package and its -vulkan package, no other");
+    for (const p of report.packages.filter((p) => p.name.endsWith("-vulkan"))) {
+      // The GPU package holds the Vulkan library only; the platform package, none.
+      const libs = p.files.map((f) => f.path).filter((f) => f.startsWith("lib/"));
+      assert.equal(libs.length, 1, `${p.name}: ${libs}`);
+      assert.match(libs[0], /^lib\/(libggml-vulkan\.so|ggml-vulkan\.dll)$/, p.name);
+      const platform = report.packages.find((q) => `${q.name}-vulkan` === p.name)!;
+      assert.ok(platform && !platform.files.some((f) => /vulkan/.test(f.path)), `${platform?.name} holds no Vulkan library`);
+    }
+    const mainManifest = JSON.parse(readFileSync(join(project, "node_modules", "wsp-ggml", "package.json"), "utf8"));
+    assert.equal(mainManifest.optionalDependencies[`@wsp-ggml/${host()}-vulkan`], mainManifest.version, "the -vulkan package is an optional dependency");
     console.log(`# installed with npm install ${installMode}`);
   });
 
   for (const runtime of ["node", "bun", "deno"] as const) {
-    test(`${runtime}: the program computes its graph with the installed platform package`, () => {
-      const r = program(runtime);
+    test(`${runtime}: the program computes (sync, async, aborted) and reads a GGUF with the installed platform package`, () => {
+      const r = timed(`${runtime}: program.mjs`, () => program(runtime));
       check(runtime, r);
       console.log(`# ${runtime}: c = ${r.c}, y = ${r.y.map((v) => v.toFixed(4))}, variant ${r.variant}`);
     });
   }
+
+  describe("the optional GPU package @wsp-ggml/<host>-vulkan", () => {
+    const gpuPkg = `@wsp-ggml/${host()}-vulkan`;
+    let t0 = 0;
+    before(() => void (t0 = performance.now()));
+    after(() => {
+      const packed = report.packages.find((p) => p.name === gpuPkg);
+      console.log(`# the GPU package's added time: ${packed ? `npm pack ${packed.packMs} ms, ` : ""}its tests ${(performance.now() - t0).toFixed(0)} ms`);
+    });
+    const vulkanFile = win ? "ggml-vulkan.dll" : "libggml-vulkan.so";
+    /** What vulkan_program.mjs computes, exactly (small integers): c[n·M + m] = Σₖ a[m·K + k]·b[n·K + k]. */
+    const want = (() => {
+      const K = 64, M = 16, N = 4;
+      const ints = (n: number, seed: number) => Array.from({ length: n }, (_, i) => ((i * 7 + seed) % 5) - 2);
+      const a = ints(K * M, 1), b = ints(K * N, 3);
+      return Array.from({ length: M * N }, (_, i) => {
+        const m = i % M, n = Math.floor(i / M);
+        let sum = 0;
+        for (let k = 0; k < K; k++) sum += a[m * K + k] * b[n * K + k];
+        return sum;
+      });
+    })();
+    interface GpuResult {
+      vulkan: { path: string | null; reg: number; skipped: string | null };
+      devices: string[];
+      cpu: number[];
+      gpu: number[] | null;
+      gpuDevice: string | null;
+    }
+    const gpuProgram = (runtime: keyof typeof runtimes, env: Record<string, string>): { r: GpuResult; stderr: string } => {
+      const [cmd, args] = runtimes[runtime]("vulkan_program.mjs");
+      const p = run(cmd, args, env);
+      assert.equal(p.status, 0, `${runtime} exited with ${p.status ?? p.signal}:\n${p.stdout}\n${p.stderr}`);
+      return { r: JSON.parse(p.stdout.trim().split("\n").pop()!) as GpuResult, stderr: p.stdout + p.stderr };
+    };
+    /** Why the GPU half cannot run here, or false. */
+    const noGpu = (): string | false => {
+      if (!report.packages.some((p) => p.name === gpuPkg)) return `${gpuPkg} was not packed (no ${vulkanFile} in the build)`;
+      if (process.platform !== "linux") return "lavapipe is looked for on Linux only";
+      const triplet = `${process.arch === "arm64" ? "aarch64" : "x86_64"}-linux-${host().endsWith("-musl") ? "musl" : "gnu"}`;
+      const found = [`/usr/lib/${triplet}`, "/usr/lib64", "/usr/lib", "/usr/local/lib"].some((d) => existsSync(join(d, "libvulkan.so.1")));
+      return found ? false : "no Vulkan loader (libvulkan.so.1) on this machine";
+    };
+
+    for (const runtime of ["node", "bun", "deno"] as const) {
+      test(`${runtime}: the loader registers the Vulkan library of ${"`<host>-vulkan`"}; a mul_mat on its device equals the CPU's`, (t: TestContext) => {
+        const why = noGpu();
+        if (why) return t.skip(why);
+        const { r } = timed(`${runtime}: vulkan_program.mjs (lavapipe)`, () => gpuProgram(runtime, { WSP_GGML_VK_VISIBLE_DEVICES: "0" }));
+        assert.equal(r.vulkan.skipped, null, `${runtime}: Vulkan skipped: ${r.vulkan.skipped}`);
+        assert.notEqual(r.vulkan.reg, 0);
+        assert.equal(r.vulkan.path, join(project, "node_modules", "@wsp-ggml", `${host()}-vulkan`, "lib", vulkanFile), "found in the -vulkan package");
+        assert.ok(r.devices.some((d) => d.startsWith("Vulkan:")), `${runtime}: devices ${r.devices}`);
+        assert.deepEqual(r.cpu, want, `${runtime}: the CPU's mul_mat`);
+        assert.ok(r.gpu, `${runtime}: no Vulkan device among ${r.devices}`);
+        assert.deepEqual(r.gpu, r.cpu, `${runtime}: the mul_mat on ${r.gpuDevice} equals the CPU's`);
+        console.log(`# ${runtime}: mul_mat on ${r.gpuDevice} = the CPU's (${want.length} values)`);
+      });
+    }
+
+    test("node, bun, deno: with WSP_GGML_VULKAN=0, and with the -vulkan package removed from node_modules, CPU only", (t: TestContext) => {
+      if (!report.packages.some((p) => p.name === gpuPkg)) return t.skip(`${gpuPkg} was not packed`);
+      const off = timed("node: vulkan_program.mjs, WSP_GGML_VULKAN=0", () => gpuProgram("node", { WSP_GGML_VK_VISIBLE_DEVICES: "0", WSP_GGML_VULKAN: "0" })).r;
+      assert.equal(off.vulkan.reg, 0);
+      assert.match(off.vulkan.skipped ?? "", /turned off/);
+      assert.deepEqual(off.cpu, want);
+      const dir = join(project, "node_modules", "@wsp-ggml", `${host()}-vulkan`);
+      renameSync(dir, `${dir}.away`);
+      try {
+        for (const runtime of ["node", "bun", "deno"] as const) {
+          const { r, stderr } = timed(`${runtime}: vulkan_program.mjs without ${gpuPkg}`, () =>
+            gpuProgram(runtime, { WSP_GGML_VK_VISIBLE_DEVICES: "0", WSP_GGML_DEBUG: "1" }));
+          assert.equal(r.vulkan.reg, 0, runtime);
+          assert.equal(r.vulkan.path, null, runtime);
+          assert.equal(r.vulkan.skipped, `the optional GPU package ${gpuPkg} is not installed (CPU only)`, runtime);
+          assert.match(stderr, /DEBUG: Vulkan backend skipped: the optional GPU package/, `${runtime}: the DEBUG line`);
+          assert.deepEqual(r.devices.filter((d) => d.startsWith("Vulkan")), [], runtime);
+          assert.deepEqual(r.cpu, want, `${runtime}: the CPU's mul_mat`);
+          assert.equal(r.gpu, null, runtime);
+        }
+      } finally {
+        renameSync(`${dir}.away`, dir);
+      }
+    });
+
+    test("node: npm `overrides` replacing the -vulkan package with an empty one (the README's way to leave it out): CPU only", (t: TestContext) => {
+      const gpu = report.packages.find((p) => p.name === gpuPkg);
+      if (!gpu) return t.skip(`${gpuPkg} was not packed`);
+      const dir = mkdtempSync(join(tmpdir(), "wsp-ggml-no-gpu-"));
+      try {
+        const tgz = (name: string) => `file:${report.packages.find((p) => p.name === name)!.tarball}`;
+        mkdirSync(join(dir, "no-gpu"));
+        writeFileSync(join(dir, "no-gpu", "package.json"), JSON.stringify({ name: "no-gpu", version: "1.0.0" }));
+        writeFileSync(join(dir, "package.json"), JSON.stringify({
+          name: "wsp-ggml-no-gpu-test",
+          private: true,
+          type: "module",
+          dependencies: { "wsp-ggml": tgz("wsp-ggml") },
+          optionalDependencies: { [`@wsp-ggml/${host()}`]: tgz(`@wsp-ggml/${host()}`) },
+          overrides: { [gpuPkg]: "file:./no-gpu" },
+        }));
+        copyFileSync(join(project, "vulkan_program.mjs"), join(dir, "vulkan_program.mjs"));
+        const i = timed("npm install (overrides: -vulkan → no-gpu)", () => run(npm, ["install", installMode, "--no-audit", "--no-fund", "--loglevel=error"], {}, dir));
+        assert.equal(i.status, 0, `${i.stdout}\n${i.stderr}`);
+        assert.ok(!existsSync(join(dir, "node_modules", ...gpuPkg.split("/"), "lib")), "no Vulkan library installed");
+        const p = timed("node: vulkan_program.mjs (overridden)", () => run(process.execPath, ["vulkan_program.mjs"], { WSP_GGML_VK_VISIBLE_DEVICES: "0" }, dir));
+        assert.equal(p.status, 0, `${p.stdout}\n${p.stderr}`);
+        const r = JSON.parse(p.stdout.trim().split("\n").pop()!) as GpuResult;
+        assert.equal(r.vulkan.reg, 0);
+        assert.match(r.vulkan.skipped ?? "", new RegExp(`no ${vulkanFile.replace(".", "\\.")} in .*\\(${gpuPkg}\\)`));
+        assert.deepEqual(r.cpu, want);
+        assert.equal(r.gpu, null);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  test("deno: the program by `npm:wsp-ggml` specifier, with the local node_modules", () => {
+    const src = readFileSync(join(project, "program.mjs"), "utf8").replace(/from "wsp-ggml"/, 'from "npm:wsp-ggml"');
+    assert.ok(src.includes('"npm:wsp-ggml"'));
+    writeFileSync(join(project, "program_npm.mjs"), src);
+    const [cmd, args] = runtimes.deno("program_npm.mjs");
+    const r = timed("deno: program_npm.mjs", () => run(cmd, [args[0], "--node-modules-dir=manual", ...args.slice(1)]));
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    check("deno", JSON.parse(r.stdout.trim().split("\n").pop()!) as Result);
+  });
+
+  test("the `wsp-ggml` command of the installed package: info on each runtime, a usage error exits 2", () => {
+    const commands = {
+      node: [process.platform === "win32" ? "npx.cmd" : "npx", ["--no-install", "wsp-ggml"]],
+      bun: [bin("bun"), ["x", "--bun", "wsp-ggml"]],
+      deno: [bin("deno"), ["run", "-A", "--node-modules-dir=manual", "npm:wsp-ggml"]],
+    } as const;
+    for (const [runtime, [cmd, pre]] of Object.entries(commands)) {
+      const r = timed(`${runtime}: wsp-ggml info`, () => run(cmd, [...pre, "info", "--json"]));
+      assert.equal(r.status, 0, `${runtime}: ${r.stdout}\n${r.stderr}`);
+      const info = JSON.parse(r.stdout) as { cpuVariant: { name: string }; runtime: { name: string } };
+      assert.ok(info.cpuVariant.name, `${runtime}: a CPU variant in ${r.stdout}`);
+      assert.equal(info.runtime.name, runtime, `${runtime}: ran on ${info.runtime.name}`);
+      const bad = run(cmd, [...pre, "quantize"]);
+      assert.equal(bad.status, 2, `${runtime}: usage error exit code; ${bad.stderr}`);
+    }
+  });
+
+  test("`wsp-ggml/llm` imported alone brings the library with it, on each runtime", () => {
+    writeFileSync(join(project, "llm_only.mjs"), [
+      'import { Context, GemmaModel, Tokenizer, Type, generate } from "wsp-ggml/llm";',
+      "const ctx = new Context({ memSize: 1 << 20 });",
+      "const a = ctx.newTensor1d(Type.F32, 3).set(new Float32Array([1, 2, 3]));",
+      "const y = ctx.scale(a, 2);",
+      "ctx.newGraph().buildForwardExpand(y).compute();",
+      "console.log(JSON.stringify({ ok: [typeof GemmaModel.load, typeof Tokenizer, typeof generate], y: Array.from(y.get(Float32Array)) }));",
+      "ctx.free();",
+    ].join("\n"));
+    for (const runtime of ["node", "bun", "deno"] as const) {
+      const [cmd, args] = runtimes[runtime]("llm_only.mjs");
+      const r = timed(`${runtime}: llm_only.mjs`, () => run(cmd, args));
+      assert.equal(r.status, 0, `${runtime}: ${r.stdout}\n${r.stderr}`);
+      const out = JSON.parse(r.stdout.trim());
+      assert.deepEqual(out.ok, ["function", "function", "function"], runtime);
+      assert.deepEqual(out.y, [2, 4, 6], runtime);
+    }
+  });
+
+  test("an error thrown in the package names its TypeScript source (node --enable-source-maps)", () => {
+    writeFileSync(join(project, "throws.mjs"), `import { Context, Type } from "wsp-ggml";
+const ctx = new Context({ memSize: 1 << 16 });
+try { ctx.newTensor1d(Type.F32, -1); } catch (e) { console.log(e.name); console.log(e.stack); } finally { ctx.free(); }
+`);
+    const r = timed("node --enable-source-maps", () => run(process.execPath, ["--enable-source-maps", "throws.mjs"]));
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^ArgumentError/);
+    const pkg = join(project, "node_modules", "wsp-ggml");
+    const frame = /\((.+\.ts):(\d+):\d+\)/.exec(r.stdout);
+    assert.ok(frame, `no .ts frame in:\n${r.stdout}`);
+    assert.ok(frame[1].startsWith(join(pkg, "src")), `a frame in the package's src/: ${frame[1]}`);
+    // The line is the TypeScript source's: the map carries it (sourcesContent).
+    const rel = frame[1].slice(pkg.length + 1).split("\\").join("/");
+    const map = JSON.parse(readFileSync(join(pkg, "dist", rel.replace(/\.ts$/, ".js.map")), "utf8")) as { sourcesContent: string[] };
+    const line = map.sourcesContent[0].split("\n")[Number(frame[2]) - 1];
+    assert.ok(line.includes(readFileSync(join(root, rel), "utf8").split("\n")[Number(frame[2]) - 1].trim()), line);
+    // Plain node keeps the JavaScript frames.
+    const plain = run(process.execPath, ["throws.mjs"]);
+    assert.match(plain.stdout, /dist\/src\/core\/\w+\.js:\d+/);
+  });
+
+  /** Expected output of each README program, by file name. */
+  const README_OUT: Record<string, RegExp[]> = {
+    "first.mjs": [/\[ 2, 2, 1, 1 \] \[ 4, 10, 2, 5 \]/],
+    "first.ts": [/^0\.102 0\.167 0\.276 0\.455$/m],
+    "backend.mjs": [/^sync: 0\.003906$/m, /^async: 0\.003906$/m, /^stopped: AbortError$/m],
+    "gguf.mjs": [/tiny \[ ["']weight 3,2["'] \]/, /\[ 6, 15 \]/],
+    "quantize.mjs": [/^272 bytes instead of 1024$/m, /^max error 0\.00\d\d$/m, /^row size 272$/m, /^sum 0\.8\d$/m],
+  };
+
+  /** The README's `// <file>` code blocks, written into `dir`. */
+  const readmeBlocks = (dir: string): Map<string, string> => {
+    const readme = readFileSync(join(project, "node_modules", "wsp-ggml", "README.md"), "utf8");
+    const blocks = new Map<string, string>();
+    for (const m of readme.matchAll(/```(?:js|ts)\n\/\/ ([\w.-]+\.(?:mjs|ts))\n([\s\S]*?)```/g)) {
+      blocks.set(m[1], `// ${m[1]}\n${m[2]}`);
+      writeFileSync(join(dir, m[1]), `// ${m[1]}\n${m[2]}`);
+    }
+    return blocks;
+  };
+
+  for (const runtime of ["node", "bun", "deno"] as const) {
+    test(`${runtime}: the package README's programs run as written`, () => {
+      const dir = join(project, `readme-${runtime}`);
+      mkdirSync(dir, { recursive: true });
+      const blocks = readmeBlocks(dir);
+      assert.deepEqual([...blocks.keys()].filter((f) => f in README_OUT).sort(), Object.keys(README_OUT).sort(), "the README's programs");
+      for (const file of Object.keys(README_OUT)) {
+        const [cmd, runtimeArgs] = runtimes[runtime](file);
+        let args: readonly string[] = runtimeArgs;
+        // Node 20 runs TypeScript through tsx (the README says `npx tsx first.ts`); Node ≥ 22.18 strips types itself.
+        if (runtime === "node" && file.endsWith(".ts")) args = ["--import", pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href, file];
+        const r = timed(`${runtime}: README ${file}`, () => run(cmd, args, {}, dir));
+        assert.equal(r.status, 0, `${file} on ${runtime}: ${r.status ?? r.signal}\n${r.stdout}\n${r.stderr}`);
+        for (const want of README_OUT[file]) assert.match(r.stdout, want, `${file} on ${runtime}`);
+      }
+    });
+  }
+
+  test("the package README's TypeScript type-checks against the installed declarations (tsc --strict)", () => {
+    const dir = join(project, "readme-types");
+    mkdirSync(dir, { recursive: true });
+    readmeBlocks(dir);
+    const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+      compilerOptions: { strict: true, noEmit: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", skipLibCheck: true, types: [], allowJs: true, checkJs: false },
+      files: ["first.ts", "first.mjs", "backend.mjs", "gguf.mjs", "quantize.mjs"],
+    }));
+    const r = timed("tsc of the README", () => run(process.execPath, [tsc, "-p", "."], {}, dir));
+    assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+  });
+
+  describe("bun add, and bun build --compile of the installed package", () => {
+    let bunProject: string;
+    /** Why `bun add` could not run here (koffi comes from the registry or Bun's cache), or "". */
+    let offline = "";
+    before(() => {
+      bunProject = mkdtempSync(join(tmpdir(), "wsp-ggml-bun-add-"));
+      writeFileSync(join(bunProject, "package.json"), JSON.stringify({ name: "wsp-ggml-bun-add-test", private: true, type: "module" }));
+      const tgz = (name: string) => report.packages.find((p) => p.name === name)!.tarball;
+      // The platform package (and its -vulkan one) first, so that wsp-ggml's optional dependencies on them are met by the tarballs.
+      timed("bun add", () => {
+        const gpu = report.packages.find((p) => p.name === `@wsp-ggml/${host()}-vulkan`);
+        const optional = [tgz(`@wsp-ggml/${host()}`), ...(gpu ? [gpu.tarball] : [])];
+        for (const args of [["add", "--optional", ...optional], ["add", tgz("wsp-ggml")]]) {
+          const r = run(bin("bun"), args, {}, bunProject);
+          if (r.status !== 0 && /koffi/.test(r.stderr) && /(ConnectionRefused|ConnectionClosed|ENOTFOUND|EAI_AGAIN|network|timed? ?out|failed to (resolve|fetch|download))/i.test(r.stderr)) {
+            offline = `bun add could not fetch koffi (no registry and not in Bun's cache): ${r.stderr.trim().split("\n").pop()}`;
+            return;
+          }
+          assert.equal(r.status, 0, `bun ${args.join(" ")}:\n${r.stdout}\n${r.stderr}`);
+        }
+      });
+      if (offline) return void console.log(`# ${offline}`);
+      copyFileSync(join(root, "tests", "package", "program.mjs"), join(bunProject, "program.mjs"));
+      copyFileSync(join(root, "tests", "fixtures", "gguf", "python.gguf"), join(bunProject, "model.gguf"));
+    });
+    after(() => {
+      if (bunProject && !process.env.WSP_GGML_KEEP_PACK_PROJECT) rmSync(bunProject, { recursive: true, force: true });
+    });
+
+    test("bun: the program in a project made with `bun add`", (t: TestContext) => {
+      if (offline) return t.skip(offline);
+      const r = timed("bun (bun add project): program.mjs", () => program("bun", {}, bunProject));
+      check("bun", r, bunProject);
+    });
+
+    test("bun build --compile: the program in one executable, run from another folder", (t: TestContext) => {
+      if (offline) return t.skip(offline);
+      if (process.platform === "win32") return t.skip("the compiled binary's name and spawn differ on Windows: covered by tests/package/bun_compile.test.ts");
+      // The build step, as the README tells it: the libraries' module, then the compile.
+      writeFileSync(join(bunProject, "build.mjs"), `import { locateLibrary } from "wsp-ggml";
+import { writeLibrariesModule } from "wsp-ggml/compile";
+writeLibrariesModule({ dir: locateLibrary().dir, out: "libs.gen.mjs" });
+`);
+      writeFileSync(join(bunProject, "embed.mjs"), `import { loadLibrary } from "wsp-ggml";
+import { extractLibraries } from "wsp-ggml/compile";
+import { libraries } from "./libs.gen.mjs";
+loadLibrary({ path: extractLibraries(libraries) });
+`);
+      // Evaluated in order: the libraries are loaded before the program makes its first tensor.
+      writeFileSync(join(bunProject, "app.mjs"), `import "./embed.mjs";\nimport "./program.mjs";\n`);
+      const exe = join(bunProject, "out", "app");
+      timed("bun build --compile (installed package)", () => {
+        for (const args of [["build.mjs"], ["build", "--compile", "app.mjs", "--outfile", exe]]) {
+          const r = run(bin("bun"), args, {}, bunProject);
+          assert.equal(r.status, 0, `bun ${args.join(" ")}:\n${r.stdout}\n${r.stderr}`);
+        }
+      });
+      const elsewhere = mkdtempSync(join(tmpdir(), "wsp-ggml-elsewhere-"));
+      try {
+        copyFileSync(join(bunProject, "model.gguf"), join(elsewhere, "model.gguf"));
+        copyFileSync(exe, join(elsewhere, "app"));
+        rmSync(join(bunProject, "out"), { recursive: true, force: true });
+        const r = timed("compiled app, from another folder", () => run(join(elsewhere, "app"), [join(elsewhere, "model.gguf")], { WSP_GGML_CACHE_DIR: join(elsewhere, "cache") }, elsewhere));
+        assert.equal(r.status, 0, `${r.status ?? r.signal}\n${r.stdout}\n${r.stderr}`);
+        const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as Result;
+        check("bun", out, "embedded");
+        assert.ok(out.base.startsWith(join(elsewhere, "cache", "embedded-")), out.base);
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
+    });
+
+    test("the README's bun build --compile example (build.ts, app.ts), run from another folder", (t: TestContext) => {
+      if (offline) return t.skip(offline);
+      if (process.platform === "win32") return t.skip("see above");
+      const dir = join(bunProject, "readme");
+      mkdirSync(dir, { recursive: true });
+      const blocks = readmeBlocks(bunProject);
+      assert.ok(blocks.has("build.ts") && blocks.has("app.ts"), "the README's build.ts and app.ts");
+      const r = timed("README build.ts (bun build --compile)", () => run(bin("bun"), ["build.ts"], {}, bunProject));
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      const elsewhere = mkdtempSync(join(tmpdir(), "wsp-ggml-elsewhere-"));
+      try {
+        renameSync(join(bunProject, "app"), join(elsewhere, "app"));
+        const a = run(join(elsewhere, "app"), [], { WSP_GGML_CACHE_DIR: join(elsewhere, "cache") }, elsewhere);
+        assert.equal(a.status, 0, `${a.stdout}\n${a.stderr}`);
+        assert.equal(a.stdout.trim(), "14");
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
+    });
+  });
 
   test("the probe runs the library in a child process first, and caches its verdict", () => {
     for (const runtime of ["node", "bun", "deno"] as const) {

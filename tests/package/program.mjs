@@ -1,7 +1,26 @@
 // The program of tests/package/pack.test.ts, run unchanged under Node, Bun and
-// Deno in a project that installed wsp-ggml from its tarballs: it computes a
-// small graph and prints one JSON line for the test to check.
-import { allocCtxTensors, Backend, Context, Gallocr, systemInfo, tensorGet, tensorSet, Type } from "wsp-ggml";
+// Deno in a project that installed wsp-ggml from its tarballs (and compiled by
+// `bun build --compile` there): it computes a small graph synchronously, then
+// asynchronously with an abort, reads a GGUF file written by Python's gguf
+// (model.gguf beside it, or the path in argv[2]) onto the CPU backend, and
+// prints one JSON line for the test to check.
+import { allocCtxTensors, Backend, Context, Gallocr, readGguf, systemInfo, tensorGet, tensorSet, Type } from "wsp-ggml";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+
+/** The GGUF file's architecture, counts, and its f32 tensor read into a CPU backend buffer. */
+function gguf(path) {
+  const file = readGguf(path);
+  const cpu = Backend.cpu();
+  const { context, tensors, buffer } = file.loadTensorsToBackend(cpu, { names: ["w.f32"] });
+  try {
+    return { arch: file.getString("general.architecture"), kvs: file.entries.length, tensors: file.tensors.map((t) => t.name), f32: Array.from(tensorGet(tensors.get("w.f32"))) };
+  } finally {
+    buffer?.free();
+    context.free();
+    cpu.free();
+  }
+}
 
 /** The graph off the JS thread (Bun: a worker), then a long one stopped by an AbortSignal. */
 async function asyncCompute() {
@@ -57,6 +76,7 @@ try {
     version: info.version,
     ggmlCommit: info.ggmlCommit,
     ...await asyncCompute(),
+    gguf: gguf(process.argv[2] ?? fileURLToPath(new URL("./model.gguf", import.meta.url))),
   }));
 } finally {
   ctx.free();

@@ -5,11 +5,12 @@
  *
  * @module
  */
+import process from "node:process";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { GemmaModel } from "./model.ts";
 import { createRng, sample, type SamplerOptions } from "./sampler.ts";
 
-/** What generation needs of a tokenizer (`examples/llm/tokenizer.ts` provides it). */
+/** What generation needs of a tokenizer (the `Tokenizer` class provides it). */
 export interface TokenizerLike {
   /** Beginning-of-sequence id. */
   readonly bos: number;
@@ -50,15 +51,19 @@ export interface GenerateOptions extends SamplerOptions {
  * held back at the end (an incomplete character).
  */
 export interface Piece {
+  /** The token id (-1 for the held-back rest at the end). */
   readonly id: number;
+  /** The text it completes. */
   readonly text: string;
 }
 
 /** Timings of a generation, filled in as it runs. */
 export interface GenerateStats {
+  /** Tokens in the prompt. */
   promptTokens: number;
   /** Milliseconds for the prompt (its forward passes). */
   promptMs: number;
+  /** Tokens generated (the stopping token included). */
   generatedTokens: number;
   /** Milliseconds of sampling and forward passes for the generated tokens. */
   generateMs: number;
@@ -84,6 +89,7 @@ function newStats(): GenerateStats {
 
 /** A running generation: iterate it for the pieces; {@linkcode stats} holds the timings. */
 export interface Generation extends AsyncIterableIterator<Piece> {
+  /** Its timings, filled in as it runs. */
   readonly stats: GenerateStats;
   /** The prompt's token ids. */
   readonly promptIds: readonly number[];
@@ -152,4 +158,13 @@ export function generate(model: GemmaModel, tokenizer: TokenizerLike, prompt: st
 
   const it = run();
   return Object.assign(it, { stats, promptIds: ids }) as Generation;
+}
+
+/** Peak resident memory of this process in bytes, where the runtime tells (else the current resident size). */
+export function peakRss(): number {
+  try {
+    const kb = process.resourceUsage?.().maxRSS;
+    if (kb) return kb * 1024;
+  } catch { /* not every runtime has it */ }
+  return process.memoryUsage().rss;
 }

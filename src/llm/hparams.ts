@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { type GgufFile, GgufType } from "../../mod.ts";
+import { type GgufFile, GgufType } from "../mod.ts";
 
 /** The architecture this runner implements (`general.architecture`). */
 export const ARCH = "gemma3";

