@@ -568,6 +568,17 @@ export function permissionError(e: unknown, file?: string): PermissionError | un
 }
 
 /**
+ * The message of a failed dlopen of `file`; rethrows what is already ours (a
+ * {@linkcode LibraryNotFoundError}) and a refused permission as a {@linkcode PermissionError}.
+ */
+function dlopenMessage(e: unknown, file: string | undefined): string {
+  if (e instanceof LibraryNotFoundError) throw e;
+  const denied = permissionError(e, file);
+  if (denied) throw denied;
+  return String((e as Error | undefined)?.message ?? e);
+}
+
+/**
  * Runs `open` of one library file; an error of the runtime's dlopen (a file
  * that is not a library, or not this library: "file too short", "invalid ELF
  * header", "no loadable segments") becomes a {@linkcode LibraryNotFoundError}
@@ -578,10 +589,7 @@ function openNamed<T>(file: string, open: () => T): T {
   try {
     return open();
   } catch (e) {
-    if (e instanceof LibraryNotFoundError) throw e;
-    const denied = permissionError(e, file);
-    if (denied) throw denied;
-    const message = String((e as Error | undefined)?.message ?? e);
+    const message = dlopenMessage(e, file);
     throw new LibraryNotFoundError(`wsp-ggml: ${file} could not be opened: ${message.includes(file) ? message : `${message} (${file})`}`, [`${file}: ${message}`]);
   }
 }
@@ -597,11 +605,8 @@ function opening<T>(location: LibraryLocation, open: () => T, file?: string): T 
   try {
     return open();
   } catch (e) {
-    if (e instanceof LibraryNotFoundError) throw e;
-    const denied = permissionError(e, file);
-    if (denied) throw denied;
+    const message = dlopenMessage(e, file);
     const where = location.source === "env" ? `${LIBRARY_PATH_ENV} (${location.dir})` : location.source === "option" ? `the path option (${location.dir})` : location.dir;
-    const message = String((e as Error | undefined)?.message ?? e);
     const named = file === undefined || message.includes(file) ? message : `${file}: ${message}`;
     throw new LibraryNotFoundError(
       `wsp-ggml: the libraries in ${where} could not be opened: ${named}. Point it at a directory holding ${baseLibraryName()} and the ggml-cpu-<variant> libraries of this platform.`,
