@@ -76,6 +76,34 @@ function listTs(dir) {
     .sort();
 }
 
+/**
+ * The failing tests of a runner's output, each with the lines that say why, so
+ * that the end of a long CI log (often all that is kept) names them.
+ */
+function failures(runtime, out) {
+  const lines = out.split("\n");
+  const found = [];
+  lines.forEach((line, i) => {
+    if (runtime === "bun" && line.startsWith("(fail) ")) {
+      // bun prints the error above the (fail) line, after the previous test's line.
+      let j = i - 1;
+      while (j > 0 && i - j < 40 && !/^\((pass|fail|skip|todo)\) /.test(lines[j - 1])) j--;
+      found.push({ name: line.slice(7), why: lines.slice(j, i) });
+    } else if (runtime !== "bun" && runtime !== "deno" && /^\s*not ok \d+ - /.test(line)) {
+      const why = [];
+      for (let j = i + 1; j < lines.length && j - i < 40 && !/^\s*(not )?ok \d+ - /.test(lines[j]); j++) why.push(lines[j]);
+      found.push({ name: line.replace(/^\s*not ok \d+ - /, ""), why });
+    } else if (runtime === "deno" && /^(.+) => (\S+):\d+:\d+$/.test(line) && lines.slice(0, i).some((l) => /^FAILURES\s*$/.test(l))) {
+      // The FAILURES list names them; the ERRORS section above says why.
+      const k = lines.indexOf(line);
+      const why = [];
+      for (let j = k + 1; k < i && j < lines.length && j - k < 40 && !/ => \S+:\d+:\d+$/.test(lines[j]) && !/^FAILURES\s*$/.test(lines[j]); j++) why.push(lines[j]);
+      found.push({ name: line, why });
+    }
+  });
+  return found;
+}
+
 /** Counts from each runner's closing lines. */
 function counts(runtime, out) {
   if (runtime === "node") {
@@ -104,7 +132,7 @@ async function tsSuite(files) {
     // A runner that exits non-zero with no counted failure (a crash, a load error) still fails.
     if (r.code !== 0 && c.failed === 0) c.failed = 1;
     if (r.code === 0 && c.passed === 0 && files.length) c.failed = 1;
-    results.push({ step: `ts suite · ${runtime}`, ...c, note: r.code === 0 ? "" : `exit ${r.code}` });
+    results.push({ step: `ts suite · ${runtime}`, ...c, note: r.code === 0 ? "" : `exit ${r.code}`, failures: failures(runtime, r.out) });
   }
 }
 
@@ -149,12 +177,23 @@ async function main() {
         const r = await run(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", "tests/native/dist.test.ts", "tests/native/metal_embed.test.ts"]);
         const c = counts("node", r.out);
         if (r.code !== 0 && c.failed === 0) c.failed = 1;
-        results.push({ step: "dist + cross smoke", ...c, note: "" });
+        results.push({ step: "dist + cross smoke", ...c, note: "", failures: failures("node", r.out) });
       }
     }
   }
 
   await tsSuite(testFiles());
+
+  const withFailures = results.filter((r) => r.failures?.length);
+  if (withFailures.length) {
+    heading("failures");
+    for (const r of withFailures) {
+      for (const f of r.failures) {
+        console.log(`\n--- ${r.step}: ${f.name}`);
+        for (const l of f.why.slice(-30)) console.log(`    ${l}`);
+      }
+    }
+  }
 
   heading("summary");
   let passed = 0, failed = 0, skipped = 0;
