@@ -6,12 +6,16 @@
 //!   zig build test            builds and runs the C smoke test natively
 //!   zig build bench           the C benchmark driver (bench/driver.c) → zig-out/bin/wsp-bench
 //!   zig build smoke-dist      smoke binaries for every target → zig-out/smoke/<target>/ (for qemu / wine)
+//!   zig build whisper-driver  the C whisper driver (native/whisper/driver.c) → zig-out/bin/wsp-whisper-driver
 //!
 //! Layout of one target folder:
 //!   libwsp-ggml.so | libwsp-ggml.dylib | wsp-ggml.dll     ggml core, alloc, backend registry, gguf, opt
 //!   libggml-cpu-<variant>.so | ggml-cpu-<variant>.dll      one CPU backend per instruction-set level
 //!   libggml-vulkan.so | ggml-vulkan.dll                    the Vulkan backend (Linux, Windows), when the
 //!                                                          shaders are generated: node scripts/vulkan_shaders.mjs
+//!   libwsp-whisper.so | libwsp-whisper.dylib | wsp-whisper.dll
+//!                                                          whisper.cpp + the job shim (native/whisper/), linked
+//!                                                          against libwsp-ggml (one backend registry)
 //!
 //! The CPU backend is built in several variants and picked at load time by ggml's own
 //! dynamic-backend mechanism (WSP_GGML_BACKEND_DL): every variant exports
@@ -22,6 +26,8 @@
 const std = @import("std");
 
 const vendor = "vendor/ggml";
+/// whisper.cpp, whisper.h, whisper-arch.h (scripts/vendor.mjs lays them out beside ggml).
+const whisper_vendor = "vendor/whisper";
 
 /// Release targets of `zig build dist`: folder name → zig target triple.
 /// Linux glibc builds keep a glibc 2.17 floor so they load on old distributions.
@@ -101,6 +107,7 @@ const base_shim = "native/shim/base.gen.c";
 const cpu_shim = "native/shim/cpu.gen.c";
 const num_base_shim = "native/shim/num_base.gen.c";
 const num_cpu_shim = "native/shim/num_cpu.gen.c";
+const whisper_shim = "native/shim/whisper.gen.c";
 
 // -fno-sanitize=undefined: Debug/ReleaseSafe C code would otherwise trap (SIGILL) on the
 // UB that ggml relies on. ggml's WSP_GGML_ASSERT checks stay on in every mode (they do not
@@ -190,6 +197,22 @@ pub fn build(b: *std.Build) !void {
     }
     bench_step.dependOn(b.getInstallStep());
 
+    // zig build whisper-driver: the C reference of the whisper bindings (transcript and timing),
+    // linked against the host libraries, which it finds in ../lib by rpath.
+    const wd_mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true });
+    addCommon(b, wd_mod, target.result.os.tag);
+    addWhisperIncludes(b, wd_mod);
+    wd_mod.addCMacro("WHISPER_SHARED", "1");
+    wd_mod.addCSourceFile(.{ .file = b.path("native/whisper/driver.c"), .flags = &common_c_flags });
+    wd_mod.linkLibrary(host.base);
+    wd_mod.linkLibrary(host.whisper);
+    if (target.result.os.tag == .linux) wd_mod.addRPathSpecial("$ORIGIN/../lib");
+    if (target.result.os.tag.isDarwin()) wd_mod.addRPathSpecial("@loader_path/../lib");
+    const wd_exe = b.addExecutable(.{ .name = "wsp-whisper-driver", .root_module = wd_mod });
+    const wd_step = b.step("whisper-driver", "Build the C whisper driver (native/whisper/driver.c) into zig-out/bin/");
+    wd_step.dependOn(&b.addInstallArtifact(wd_exe, .{}).step);
+    wd_step.dependOn(b.getInstallStep());
+
     // zig build dist / smoke-dist: every release target, cross-compiled from this machine.
     const dist = b.step("dist", "Cross-compile every release target into zig-out/dist/<target>/");
     const smoke_dist = b.step("smoke-dist", "Smoke binaries of every target into zig-out/smoke/<target>/");
@@ -268,7 +291,7 @@ fn metalEmbed(b: *std.Build, opts: Options) struct { source: std.Build.LazyPath,
     return .{ .source = source, .asm_file = wf.add("ggml-metal-embed.s", asm_text.items) };
 }
 
-const Built = struct { base: *std.Build.Step.Compile, steps: std.ArrayList(*std.Build.Step) };
+const Built = struct { base: *std.Build.Step.Compile, whisper: *std.Build.Step.Compile, steps: std.ArrayList(*std.Build.Step) };
 
 /// Adds the base library and the CPU backend variants (and Metal where possible) of one target.
 fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.InstallDir, opts: Options, native_cpu: bool) !Built {
@@ -349,7 +372,46 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     if (opts.vulkan) |gen| if (vulkanTarget(target.result)) {
         try steps.append(b.allocator, install(b, addVulkan(b, base_target, base, opts.optimize, gen), dir, backendFileName(b, os, "vulkan")));
     };
-    return .{ .base = base, .steps = steps };
+    const whisper = addWhisper(b, base_target, base, opts.optimize);
+    try steps.append(b.allocator, install(b, whisper, dir, null));
+    return .{ .base = base, .whisper = whisper, .steps = steps };
+}
+
+/// libwsp-whisper: whisper.cpp, the job shim and the generated whisper shim, linked against the
+/// base library so that it shares ggml's backend registry (the CPU variant and Vulkan loaded at
+/// run time). Compiled once per target for the baseline CPU like the base library: whisper.cpp
+/// builds graphs and samples tokens, the hot loops run in the CPU variants.
+fn addWhisper(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.Step.Compile, optimize: std.builtin.OptimizeMode) *std.Build.Step.Compile {
+    const os = target.result.os.tag;
+    const mod = b.createModule(.{ .target = target, .optimize = optimize, .strip = optimize != .Debug, .link_libc = true, .link_libcpp = true });
+    addCommon(b, mod, os);
+    addWhisperIncludes(b, mod);
+    // WHISPER_API: visibility("default"), and dllexport on Windows, where it also turns MinGW's
+    // auto-export (and with it the CRT's atexit clash of native/win-exports.c) off.
+    mod.addCMacro("WHISPER_SHARED", "1");
+    mod.addCMacro("WHISPER_BUILD", "1");
+    if (os == .windows) {
+        // whisper.cpp marks its logger gnu_printf under MinGW, which clang rejects (ggml.h checks
+        // for clang; whisper.cpp does not); and M_PI needs _USE_MATH_DEFINES under -std=c++17.
+        mod.addCMacro("gnu_printf", "printf");
+        mod.addCMacro("_USE_MATH_DEFINES", "1");
+    }
+    // Hidden but for WHISPER_API: libc++'s template code that whisper.cpp instantiates (std::ifstream,
+    // vectors, …) would otherwise be exported as weak symbols that the base library exports too,
+    // and a program that links both binds whisper's to the base library's copy of libc++, whose
+    // objects whisper's own inline code then frees ("double free or corruption" on a bad model).
+    mod.addCSourceFile(.{ .file = b.path(whisper_vendor ++ "/whisper.cpp"), .flags = &(common_cxx_flags ++ [_][]const u8{"-fvisibility=hidden"}) });
+    mod.addCSourceFile(.{ .file = b.path("native/whisper/job.c"), .flags = &common_c_flags });
+    if (pathExists(b, whisper_shim)) mod.addCSourceFile(.{ .file = b.path(whisper_shim), .flags = &common_c_flags });
+    mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
+    mod.linkLibrary(base);
+    addLoaderRPath(mod, os);
+    return b.addLibrary(.{ .linkage = .dynamic, .name = "wsp-whisper", .root_module = mod });
+}
+
+fn addWhisperIncludes(b: *std.Build, mod: *std.Build.Module) void {
+    mod.addIncludePath(b.path(whisper_vendor));
+    mod.addIncludePath(b.path("native/whisper"));
 }
 
 /// The Metal backend, when an SDK is given, with the macOS shader source embedded: whisper.rn

@@ -19,8 +19,21 @@ export const HEADERS: readonly { readonly file: string; readonly library: Librar
   { file: "ggml-metal.h", library: "metal" },
 ];
 
+/**
+ * whisper.cpp's header and the job shim's (native/whisper/job.h), parsed in a translation unit of
+ * their own (ggml's headers are included, not bound again) into src/ffi/whisper.gen.ts and
+ * native/shim/whisper.gen.c. `dir` is relative to the repository root.
+ */
+export const WHISPER_HEADERS: readonly { readonly file: string; readonly library: LibraryName; readonly dir: string }[] = [
+  { file: "whisper.h", library: "whisper", dir: "vendor/whisper" },
+  { file: "job.h", library: "whisper", dir: "native/whisper" },
+];
+
+/** Functions of {@linkcode WHISPER_HEADERS} left out of the table on purpose (as {@linkcode SKIP}). */
+export const WHISPER_SKIP: Readonly<Record<string, string>> = {};
+
 /** The macros that mark an exported declaration. */
-export const API_MACROS: readonly string[] = ["WSP_GGML_API", "WSP_GGML_BACKEND_API"];
+export const API_MACROS: readonly string[] = ["WSP_GGML_API", "WSP_GGML_BACKEND_API", "WHISPER_API"];
 
 /** The targets of `zig build dist`, as libclang triples, and the zig libc header dirs of each. */
 export const TARGETS: readonly { readonly triple: string; readonly libc: readonly string[] }[] = [
@@ -64,6 +77,13 @@ export const NONBLOCKING: ReadonlySet<string> = new Set([
   "wsp_gguf_init_from_file",
   "wsp_gguf_write_to_file",
   "wsp_ggml_opt_fit",
+  // whisper: reading a model file, and whole transcriptions.
+  "whisper_init_from_file_with_params",
+  "whisper_init_from_file_with_params_no_state",
+  "whisper_full",
+  "whisper_full_with_state",
+  "whisper_full_parallel",
+  "wsp_whisper_job_run",
 ]);
 
 /** Prefix of the exported names of the pointer-based C wrappers. */

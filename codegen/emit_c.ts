@@ -92,7 +92,7 @@ function probeRows(r: RecordIR): string[] {
   return rows;
 }
 
-function probes(ir: ApiIR): string {
+function probes(ir: ApiIR, fnName = "wsp_shim_layout"): string {
   return `
 // ---- layout probes, for tests/layout.test.ts ----
 
@@ -112,7 +112,7 @@ ${ir.records.flatMap(probeRows).join("\n")}
  * what = 0 sizeof, 1 _Alignof (field NULL); 2 offsetof, 3 sizeof (of field).
  * Returns -1 when the record or field is unknown.
  */
-WSP_SHIM_API int64_t wsp_shim_layout(const char * record, const char * field, int32_t what) {
+WSP_SHIM_API int64_t ${fnName}(const char * record, const char * field, int32_t what) {
     for (size_t i = 0; i < sizeof(wsp_shim_probes) / sizeof(wsp_shim_probes[0]); i++) {
         const struct wsp_shim_probe * p = &wsp_shim_probes[i];
         if (strcmp(p->record, record) != 0) continue;
@@ -148,4 +148,32 @@ export function emitShims(ir: ApiIR, rows: readonly Row[]): { base: string; cpu:
   const cpu = head("Pointer-based wrappers of ggml-cpu.h's functions that take or return a record by value.") +
     shimmed.filter((r) => r.library === "cpu").map(wrapper).join("\n");
   return { base, cpu };
+}
+
+const WHISPER_PRELUDE = `#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "whisper.h"
+#include "job.h"
+
+#if defined(_WIN32)
+// WHISPER_API is dllexport in this DLL, which turns MinGW's auto-export off: export explicitly.
+#    define WSP_SHIM_API __declspec(dllexport)
+#else
+#    define WSP_SHIM_API __attribute__((visibility("default")))
+#endif
+`;
+
+/**
+ * The text of `native/shim/whisper.gen.c`, compiled into libwsp-whisper: the pointer-based
+ * wrappers of whisper.h's functions that take or return a record by value, the number-ABI
+ * wrappers, and the layout probes (`wsp_whisper_shim_layout`, beside the base library's
+ * `wsp_shim_layout`).
+ */
+export function emitWhisperShims(ir: ApiIR, rows: readonly Row[], generated: string): string {
+  return `${generated}\n// Pointer-based wrappers of whisper.h's functions that take or return a record by value,\n` +
+    `// number-ABI wrappers (src/ffi/num_abi.ts) and layout probes, for libwsp-whisper.\n\n${WHISPER_PRELUDE}\n` +
+    rows.filter((r) => r.symbol).map(wrapper).join("\n") + "\n" +
+    rows.filter((r) => r.num).map(numWrapper).join("\n") + probes(ir, "wsp_whisper_shim_layout");
 }

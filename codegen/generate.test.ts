@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Clang } from "./clang/mod.ts";
 import { ROOT } from "./clang/find.ts";
-import { generate, mergeTargets, OUTPUTS, parseAll } from "./main.ts";
+import { generate, mergeTargets, OUTPUTS, parseAll, parseWhisper } from "./main.ts";
 import { apiDiff } from "./diff.ts";
 import { rows } from "./table.ts";
 import type { ApiIR } from "./ir.ts";
@@ -16,11 +16,13 @@ import type { ApiIR } from "./ir.ts";
 const HEADERS = join(ROOT, "vendor", "ggml");
 let clang: Clang;
 let irs: ApiIR[];
+let whisperIrs: ApiIR[];
 let tmp: string;
 
 before(async () => {
   clang = await Clang.open();
   irs = parseAll(clang, HEADERS);
+  whisperIrs = parseWhisper(clang);
   tmp = mkdtempSync(join(tmpdir(), "wsp-codegen-"));
 });
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -35,18 +37,18 @@ function headersWith(name: string, extra: string): string {
 
 describe("codegen", () => {
   test("the committed generated files are what the generator writes", () => {
-    const files = generate(irs);
+    const files = generate(irs, whisperIrs);
     assert.deepEqual([...files.keys()], [...OUTPUTS]);
     for (const [path, text] of files) assert.equal(readFileSync(join(ROOT, path), "utf8"), text, path);
   });
 
   test("output is deterministic", () => {
     const again = parseAll(clang, HEADERS);
-    assert.deepEqual(generate(again), generate(irs));
+    assert.deepEqual(generate(again, whisperIrs), generate(irs, whisperIrs));
   });
 
   test("no path of this machine leaks into the output", () => {
-    for (const text of generate(irs).values()) {
+    for (const text of generate(irs, whisperIrs).values()) {
       assert.ok(!text.includes(ROOT), "repository path in output");
       assert.ok(!/anonymous at|unnamed .* at /.test(text), "clang location in output");
     }

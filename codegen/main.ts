@@ -16,14 +16,15 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join } from "node:path";
 import { Clang } from "./clang/mod.ts";
 import { ROOT, zigLibDir } from "./clang/find.ts";
-import { NOT_DEFINED, TARGETS } from "./config.ts";
+import { NOT_DEFINED, TARGETS, WHISPER_HEADERS, WHISPER_SKIP } from "./config.ts";
 import { apiDiff, formatDiff } from "./diff.ts";
 import { elfExports } from "./elf.ts";
-import { emitNumShims, emitShims } from "./emit_c.ts";
-import { emitBindings } from "./emit_ts.ts";
+import { emitNumShims, emitShims, emitWhisperShims } from "./emit_c.ts";
+import { emitBindings, emitWhisperBindings, GENERATED_WHISPER } from "./emit_ts.ts";
 import { emitOps, spliceContext } from "./emit_ops.ts";
 import { emitCpuTypes, readCpuTypes } from "./emit_cpu_types.ts";
 import type { ApiIR } from "./ir.ts";
+import type { LibraryName } from "../src/ffi/types.ts";
 import { parseApi } from "./parse.ts";
 import { rows } from "./table.ts";
 
@@ -37,6 +38,8 @@ export const OUTPUTS = [
   "src/core/ops.gen.ts",
   "src/backend/cpu_types.gen.ts",
   "src/core/context.ts",
+  "src/ffi/whisper.gen.ts",
+  "native/shim/whisper.gen.c",
 ] as const;
 
 /** Parses the headers in `headersDir` for every target. */
@@ -47,6 +50,29 @@ export function parseAll(clang: Clang, headersDir: string): ApiIR[] {
       headersDir,
       triple: t.triple,
       systemIncludes: [join(lib, "include"), ...t.libc.map((d) => join(lib, "libc", "include", d))],
+    })
+  );
+}
+
+/**
+ * Parses whisper.h and native/whisper/job.h for every target (ggml's headers from `ggmlDir`
+ * are included, not bound).
+ */
+export function parseWhisper(clang: Clang, ggmlDir = join(ROOT, "vendor", "ggml")): ApiIR[] {
+  const lib = zigLibDir();
+  const set = {
+    headers: WHISPER_HEADERS.map((h) => ({ ...h, dir: join(ROOT, h.dir) })),
+    skip: WHISPER_SKIP,
+    macroPrefix: "WHISPER_",
+    defines: ["WHISPER_SHARED", "WHISPER_BUILD"],
+    umbrella: "wsp_whisper_codegen_umbrella.c",
+  };
+  return TARGETS.map((t) =>
+    parseApi(clang, {
+      headersDir: ggmlDir,
+      triple: t.triple,
+      systemIncludes: [join(lib, "include"), ...t.libc.map((d) => join(lib, "libc", "include", d))],
+      set,
     })
   );
 }
@@ -91,8 +117,8 @@ function firstDifference(a: unknown, b: unknown, path = "$"): string {
   return path;
 }
 
-/** Generates every output in memory. */
-export function generate(irs: readonly ApiIR[], cpuDir = join(ROOT, "vendor", "ggml", "ggml-cpu")): Map<string, string> {
+/** Generates every output in memory (the whisper files from `whisperIrs`, `parseWhisper`'s). */
+export function generate(irs: readonly ApiIR[], whisperIrs: readonly ApiIR[], cpuDir = join(ROOT, "vendor", "ggml", "ggml-cpu")): Map<string, string> {
   const { ir, enumUnderlying } = mergeTargets(irs);
   const table = rows(ir.functions);
   const shims = emitShims(ir, table);
@@ -107,7 +133,17 @@ export function generate(irs: readonly ApiIR[], cpuDir = join(ROOT, "vendor", "g
     ["src/backend/cpu_types.gen.ts", emitCpuTypes(readCpuTypes(cpuDir))],
     // Handwritten but for the ops' declarations, which are spliced in (emit_ops.ts says why).
     ["src/core/context.ts", spliceContext(readFileSync(join(ROOT, "src", "core", "context.ts"), "utf8"), ir)],
+    ...whisperOutputs(whisperIrs),
   ]);
+}
+
+function whisperOutputs(irs: readonly ApiIR[]): [string, string][] {
+  const { ir, enumUnderlying } = mergeTargets(irs);
+  const table = rows(ir.functions, {});
+  return [
+    ["src/ffi/whisper.gen.ts", emitWhisperBindings(ir, table, enumUnderlying, irs.map((i) => i.target))],
+    ["native/shim/whisper.gen.c", emitWhisperShims(ir, table, GENERATED_WHISPER)],
+  ];
 }
 
 /** The coverage line. */
@@ -119,12 +155,13 @@ export function coverage(ir: ApiIR): string {
  * Checks the table against the built libraries in zig-out/lib when they
  * exist (ELF only); returns a one-line report, throws on a mismatch.
  */
-export function checkExports(ir: ApiIR, strict = true): string {
+export function checkExports(ir: ApiIR, strict = true, whisperIr?: ApiIR): string {
   const dir = join(ROOT, "zig-out", "lib");
   const base = join(dir, "libwsp-ggml.so");
   if (!existsSync(base)) return "exports: not checked (no zig-out/lib/libwsp-ggml.so)";
   const cpuLib = existsSync(dir) ? readdirSync(dir).filter((f) => /^libggml-cpu-.*\.so$/.test(f)).sort()[0] : undefined;
-  const exported = { base: elfExports(base), cpu: cpuLib ? elfExports(join(dir, cpuLib)) : undefined };
+  // The whisper table is checked apart (below): its functions are not in `ir`.
+  const exported: { [L in LibraryName]?: Set<string> } = { base: elfExports(base), cpu: cpuLib ? elfExports(join(dir, cpuLib)) : undefined };
   const problems: string[] = [];
   for (const fn of ir.functions) {
     if (fn.library === "metal") continue;
@@ -137,9 +174,16 @@ export function checkExports(ir: ApiIR, strict = true): string {
   // The wrappers are generated here: a build from before this run lacks new ones, which only --check refuses.
   const unbuilt = rows(ir.functions).filter((r) => r.num && r.library !== "metal" && exported[r.library] && !exported[r.library]!.has(r.num));
   if (strict) for (const r of unbuilt) problems.push(`${r.num} is not exported by the ${r.library} library: rebuild (zig build) after codegen`);
+  const whisperLib = join(dir, "libwsp-whisper.so");
+  if (whisperIr && existsSync(whisperLib)) {
+    const ex = elfExports(whisperLib);
+    for (const fn of whisperIr.functions) if (!ex.has(fn.name)) problems.push(`${fn.name} is declared but not exported by libwsp-whisper.so`);
+    const missing = rows(whisperIr.functions, {}).filter((r) => (r.num && !ex.has(r.num)) || (r.symbol && !ex.has(r.symbol)));
+    if (strict) for (const r of missing) problems.push(`${r.num ?? r.symbol} is not exported by libwsp-whisper.so: rebuild (zig build) after codegen`);
+  }
   if (problems.length) throw new Error(`codegen/config.ts is out of date:\n  ${problems.join("\n  ")}`);
   if (unbuilt.length) return `exports: ${unbuilt.length} number-ABI wrappers are not in the build yet (zig build)`;
-  return `exports: checked against libwsp-ggml.so${cpuLib ? ` and ${cpuLib}` : ""}`;
+  return `exports: checked against libwsp-ggml.so${cpuLib ? ` and ${cpuLib}` : ""}${whisperIr && existsSync(whisperLib) ? " and libwsp-whisper.so" : ""}`;
 }
 
 function untracked(paths: readonly string[]): string[] {
@@ -169,11 +213,13 @@ async function main(args: string[]): Promise<number> {
     console.log(formatDiff(apiDiff(irs[0], theirs), headersDir, other));
     return 0;
   }
-  const files = generate(irs);
+  const whisperIrs = parseWhisper(clang, headersDir);
+  const files = generate(irs, whisperIrs);
   console.log(`codegen: ${coverage(irs[0])}`);
+  console.log(`codegen: whisper: ${coverage(whisperIrs[0])}`);
   console.log(`codegen: ${irs.length} targets agree (${irs.map((i) => i.target).join(", ")})`);
   // The built libraries come from vendor/ggml: other headers are not checked against them.
-  console.log(`codegen: ${headersAt >= 0 ? "exports: not checked (--headers)" : checkExports(irs[0], args.includes("--check"))}`);
+  console.log(`codegen: ${headersAt >= 0 ? "exports: not checked (--headers)" : checkExports(irs[0], args.includes("--check"), whisperIrs[0])}`);
   if (args.includes("--check")) {
     const stale: string[] = [];
     for (const [path, text] of files) {

@@ -31,6 +31,33 @@ export interface ParseOptions {
   readonly triple: string;
   /** `-isystem` folders, in order (builtin headers first). */
   readonly systemIncludes: readonly string[];
+  /** Another header set than ggml's (whisper's): what it binds and how. */
+  readonly set?: HeaderSet;
+}
+
+/** A set of public headers parsed in one translation unit. */
+export interface HeaderSet {
+  /** The headers to bind, each in its own folder (absolute), in include order. */
+  readonly headers: readonly { readonly file: string; readonly library: LibraryName; readonly dir: string }[];
+  /** Functions left out on purpose, with the reason. */
+  readonly skip: Readonly<Record<string, string>>;
+  /** Object-like macros with this prefix become constants. */
+  readonly macroPrefix: string;
+  /** Extra `-D` definitions (the API macros' shared-library spelling). */
+  readonly defines: readonly string[];
+  /** The umbrella file's name (in the first header's folder). */
+  readonly umbrella: string;
+}
+
+/** ggml's own set: HEADERS of config.ts, all in `headersDir`. */
+function ggmlSet(headersDir: string): HeaderSet {
+  return {
+    headers: HEADERS.map((h) => ({ ...h, dir: headersDir })),
+    skip: SKIP,
+    macroPrefix: "WSP_",
+    defines: [],
+    umbrella: "wsp_ggml_codegen_umbrella.c",
+  };
 }
 
 /** A function the generator cannot bind; the caller decides whether the skip list covers it. */
@@ -94,25 +121,27 @@ class Parser {
   readonly constants: ConstantIR[] = [];
   readonly #seen = new Set<string>();
   readonly #recordKeys = new Map<string, string>(); // record type spelling -> key
-  readonly #dir: string;
+  readonly #set: HeaderSet;
   readonly #texts = new Map<string, string>();
 
-  constructor(dir: string) {
-    this.#dir = dir;
+  constructor(set: HeaderSet) {
+    this.#set = set;
   }
 
-  /** Whether the header wraps the declaration of `name` in WSP_GGML_DEPRECATED(...). */
+  /** Whether the header wraps the declaration of `name` in WSP_GGML_DEPRECATED(...) (whisper.h: WHISPER_DEPRECATED). */
   isDeprecated(file: string, name: string): boolean {
     let text = this.#texts.get(file);
-    if (text === undefined) this.#texts.set(file, text = readFileSync(join(this.#dir, file), "utf8"));
-    return new RegExp(`WSP_GGML_DEPRECATED\\(\\s*(${API_MACROS.join("|")})[^;]*?\\b${name}\\s*\\(`).test(text);
+    const h = this.#set.headers.find((x) => x.file === file)!;
+    if (text === undefined) this.#texts.set(file, text = readFileSync(join(h.dir, file), "utf8"));
+    return new RegExp(`(?:WSP_GGML|WHISPER)_DEPRECATED\\(\\s*(${API_MACROS.join("|")})[^;]*?\\b${name}\\s*\\(`).test(text);
   }
 
   /** The public header a cursor is spelled in, or null. */
   headerOf(c: Cursor): { file: string; library: LibraryName } | null {
     const file = c.file;
-    if (!file || resolve(dirname(file)) !== this.#dir) return null;
-    return HEADERS.find((h) => h.file === basename(file)) ?? null;
+    if (!file) return null;
+    const dir = resolve(dirname(file));
+    return this.#set.headers.find((h) => h.file === basename(file) && resolve(h.dir) === dir) ?? null;
   }
 
   /** The IR key of a record type, registering anonymous ones by context. */
@@ -189,11 +218,12 @@ class Parser {
     const name = c.spelling;
     if (this.#seen.has(`fn:${name}`)) return;
     // WSP_GGML_API / WSP_GGML_BACKEND_API expand to a visibility attribute on
-    // every target once WSP_GGML_SHARED and WSP_GGML_BACKEND_SHARED are defined.
-    if (!c.children().some((a) => a.kind === CursorKind.VisibilityAttr)) return;
+    // every target once WSP_GGML_SHARED and WSP_GGML_BACKEND_SHARED are defined;
+    // WHISPER_API (WHISPER_SHARED) to dllexport on Windows.
+    if (!c.children().some((a) => a.kind === CursorKind.VisibilityAttr || a.kind === CursorKind.DLLExport)) return;
     this.#seen.add(`fn:${name}`);
     const type = c.type;
-    const reason = SKIP[name];
+    const reason = this.#set.skip[name];
     if (reason !== undefined) {
       this.skipped.push({ name, header: header.file, reason });
       return;
@@ -368,7 +398,7 @@ class Parser {
           const [name, ...body] = c.tokens;
           // Only the library's own namespace: headers may also set platform
           // macros (0.7's ggml.h defines _WIN32_WINNT on Windows).
-          if (!name.startsWith("WSP_")) break;
+          if (!name.startsWith(this.#set.macroPrefix)) break;
           const value = evaluateMacro(body, this.constants);
           if (value) this.constants.push({ name, header: header.file, value });
           break;
@@ -388,8 +418,8 @@ function enumFfi(size: number, underlying: Type): FfiType {
 }
 
 /** The translation unit that includes every public header. */
-export function umbrella(): string {
-  return HEADERS.map((h) => `#include "${h.file}"\n`).join("");
+export function umbrella(set?: HeaderSet): string {
+  return (set?.headers ?? HEADERS).map((h) => `#include "${h.file}"\n`).join("");
 }
 
 /** Compiler arguments for parsing the headers for one target. */
@@ -401,7 +431,9 @@ export function clangArgs(o: ParseOptions): string[] {
     ...o.systemIncludes.flatMap((d) => ["-isystem", d]),
     "-I", o.headersDir,
     "-I", join(o.headersDir, "ggml-cpu"),
+    ...(o.set ? [...new Set(o.set.headers.map((h) => h.dir))].flatMap((d) => ["-I", d]) : []),
     "-DWSP_GGML_SHARED", "-DWSP_GGML_BUILD", "-DWSP_GGML_BACKEND_SHARED", "-DWSP_GGML_BACKEND_BUILD",
+    ...(o.set?.defines ?? []).map((d) => `-D${d}`),
     "-fparse-all-comments",
     "-Wno-ignored-attributes",
   ];
@@ -410,21 +442,22 @@ export function clangArgs(o: ParseOptions): string[] {
 /** Parses the public headers for one target into the IR. */
 export function parseApi(clang: Clang, o: ParseOptions): ApiIR {
   const dir = resolve(o.headersDir);
-  const tu = clang.parse(join(dir, "wsp_ggml_codegen_umbrella.c"), umbrella(), clangArgs({ ...o, headersDir: dir }));
+  const set = o.set ?? ggmlSet(dir);
+  const tu = clang.parse(join(set.headers[0].dir, set.umbrella), umbrella(set), clangArgs({ ...o, headersDir: dir }));
   const errors = clang.diagnostics().filter((d) => d.severity >= 3);
   if (errors.length) {
     throw new Error(`libclang reported errors for ${o.triple}:\n${errors.map((d) => d.message).join("\n")}`);
   }
-  const p = new Parser(dir);
+  const p = new Parser(set);
   p.visit(tu);
-  for (const name of Object.keys(SKIP)) {
+  for (const name of Object.keys(set.skip)) {
     if (!p.skipped.some((s) => s.name === name)) {
       throw new Error(`skip list entry ${name} is not declared by any public header: remove it from codegen/config.ts`);
     }
   }
   return {
     target: o.triple,
-    headers: HEADERS.map((h) => h.file),
+    headers: set.headers.map((h) => h.file),
     functions: p.functions,
     skipped: p.skipped,
     records: p.records,

@@ -50,9 +50,9 @@ export function shimParams(fn: FunctionIR): ParamIR[] {
   return params;
 }
 
-/** The table rows, one per bound function, in header order. */
-export function rows(functions: readonly FunctionIR[]): Row[] {
-  for (const name of Object.keys(WIDE_VALUES)) {
+/** The table rows, one per bound function, in header order (`wide`: WIDE_VALUES of this header set). */
+export function rows(functions: readonly FunctionIR[], wide: Readonly<Record<string, string>> = WIDE_VALUES): Row[] {
+  for (const name of Object.keys(wide)) {
     if (!functions.some((fn) => fn.name === name)) throw new Error(`codegen/config.ts: WIDE_VALUES names ${name}, which no header declares`);
   }
   return functions.map((fn) => {
@@ -61,7 +61,7 @@ export function rows(functions: readonly FunctionIR[]): Row[] {
     const result = shim && fn.result.ffi === "record" ? "void" : ffiOf(fn.result);
     const defined = !(fn.name in NOT_DEFINED);
     // Metal's library is Objective-C built elsewhere: it has no shim slot.
-    const num = defined && fn.library !== "metal" && !(fn.name in WIDE_VALUES) && hasWide({ args, result });
+    const num = defined && fn.library !== "metal" && !(fn.name in wide) && hasWide({ args, result });
     return {
       name: fn.name,
       library: fn.library,

@@ -75,6 +75,8 @@ export const TARGETS = [
 const SCOPE = "@wsp-ggml";
 const BASE = { linux: "libwsp-ggml.so", darwin: "libwsp-ggml.dylib", win32: "wsp-ggml.dll" };
 const CPU_VARIANT = /^(?:lib)?ggml-cpu-(.+)\.(?:so|dylib|dll)$/;
+/** whisper.cpp's library (opened only when whisper is used; links against the base library beside it). */
+const WHISPER = { linux: "libwsp-whisper.so", darwin: "libwsp-whisper.dylib", win32: "wsp-whisper.dll" };
 /** The Vulkan backend library, on the platforms the build makes one for (not macOS: Metal). */
 const VULKAN = { linux: "libggml-vulkan.so", win32: "ggml-vulkan.dll" };
 const VULKAN_SUFFIX = "-vulkan";
@@ -134,7 +136,9 @@ function platformPackage(rootPkg, t, license) {
   }
   const dir = path.join(out, t.target);
   fs.mkdirSync(path.join(dir, "lib"), { recursive: true });
-  for (const f of [base, ...variants]) fs.copyFileSync(path.join(src, f), path.join(dir, "lib", f));
+  const whisper = files.includes(WHISPER[t.os]) ? [WHISPER[t.os]] : [];
+  if (!whisper.length) note = [note, `${path.relative(root, src)} has no ${WHISPER[t.os]}: packed without whisper`].filter(Boolean).join("; ");
+  for (const f of [base, ...whisper, ...variants]) fs.copyFileSync(path.join(src, f), path.join(dir, "lib", f));
   const template = readJson(path.join(root, "packages", "platform", "package.json"));
   delete template["//"];
   const name = `${SCOPE}/${t.target}`;

@@ -101,7 +101,8 @@ function failures(runtime, out) {
       found.push({ name: line, why });
     }
   });
-  return found;
+  // bun repeats its failures in a recap at the end.
+  return found.filter((f, i) => found.findIndex((g) => g.name === f.name) === i);
 }
 
 /** Counts from each runner's closing lines. */
@@ -114,10 +115,10 @@ function counts(runtime, out) {
     const n = (k) => Number(new RegExp(`^\\s*(\\d+) ${k}$`, "m").exec(out)?.[1] ?? 0);
     return { passed: n("pass"), failed: n("fail"), skipped: n("skip") + n("todo") };
   }
-  // deno: "ok | 3 passed (40 steps) | 0 failed | 1 ignored": count the leaves (steps), not the suites.
+  // deno: "ok | 3 passed (40 steps) | 0 failed | 1 ignored": tests and their steps (a suite with steps counts once more).
   const m = /(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?(?: \| (\d+) ignored)?/.exec(out);
   if (!m) return { passed: 0, failed: 0, skipped: 0 };
-  return { passed: Number(m[2] ?? m[1]), failed: Number(m[4] ?? m[3]), skipped: Number(m[5] ?? 0) };
+  return { passed: Number(m[1]) + Number(m[2] ?? 0), failed: Number(m[3]) + Number(m[4] ?? 0), skipped: Number(m[5] ?? 0) };
 }
 
 async function tsSuite(files) {

@@ -60,7 +60,7 @@ if (python) console.warn(`skipping the Python checks of quantize: ${python}`);
 test("--help at the top and on every command exits 0; usage errors exit 2, run-time failures 1", async () => {
   const top = cli("--help");
   expectExit(top, 0, "--help");
-  for (const name of ["info", "gguf-info", "quantize", "generate", "transcribe", "rpc-server"]) assert.match(top.stdout, new RegExp(`^  ${name} `, "m"));
+  for (const name of ["info", "gguf-info", "quantize", "generate", "transcribe", "convert-whisper", "rpc-server"]) assert.match(top.stdout, new RegExp(`^  ${name} `, "m"));
   assert.match(top.stdout, /exit status:\n  0 .*\n  1 .*\n  2 /);
   expectExit(cli("-h"), 0, "-h");
   const none = cli();
@@ -72,7 +72,7 @@ test("--help at the top and on every command exits 0; usage errors exit 2, run-t
   const unknown = cli("frobnicate");
   expectExit(unknown, 2, "unknown command");
   assert.match(unknown.stderr, /unknown command "frobnicate"/);
-  for (const name of ["info", "gguf-info", "quantize", "generate", "transcribe", "rpc-server"]) {
+  for (const name of ["info", "gguf-info", "quantize", "generate", "transcribe", "convert-whisper", "rpc-server"]) {
     const r = cli(name, "--help");
     expectExit(r, 0, `${name} --help`);
     assert.match(r.stdout, new RegExp(`^usage: wsp-ggml ${name}`), name);
@@ -102,11 +102,32 @@ test("--help at the top and on every command exits 0; usage errors exit 2, run-t
     assert.match(r.stderr, message, args.join(" "));
     assert.match(r.stderr, /--help\)/, args.join(" "));
   }
-  for (const name of ["transcribe"]) {
-    const r = cli(name, "audio.wav");
-    expectExit(r, 2, name);
-    assert.match(r.stderr, /not available yet/);
-  }
+  const noFile = cli("transcribe", "--model", "m.bin");
+  expectExit(noFile, 2, "transcribe without a WAV file");
+  assert.match(noFile.stderr, /missing FILE\.wav/);
+  writeFileSync(join(tmp, "junk.wav"), "RIFF not really");
+  const badWav = cli("transcribe", "--model", join(tmp, "no-such.bin"), join(tmp, "junk.wav"));
+  expectExit(badWav, 1, "transcribe of a file that is not WAV");
+  assert.match(badWav.stderr, /^wsp-ggml transcribe: /);
+  // A valid WAV (0.1 s of silence, 16-bit mono 16 kHz) with a model that does not exist.
+  const wav = new Uint8Array(44 + 3200);
+  const dv = new DataView(wav.buffer);
+  wav.set(new TextEncoder().encode("RIFF"), 0);
+  dv.setUint32(4, 36 + 3200, true);
+  wav.set(new TextEncoder().encode("WAVEfmt "), 8);
+  dv.setUint32(16, 16, true);
+  dv.setUint16(20, 1, true);
+  dv.setUint16(22, 1, true);
+  dv.setUint32(24, 16000, true);
+  dv.setUint32(28, 32000, true);
+  dv.setUint16(32, 2, true);
+  dv.setUint16(34, 16, true);
+  wav.set(new TextEncoder().encode("data"), 36);
+  dv.setUint32(40, 3200, true);
+  writeFileSync(join(tmp, "silence.wav"), wav);
+  const noSuchModel = await inProcess("transcribe", "--model", join(tmp, "no-such.bin"), join(tmp, "silence.wav"));
+  expectExit(noSuchModel, 1, "transcribe with a missing model");
+  assert.match(noSuchModel.stderr, /WhisperError: .*no-such\.bin: no such file/);
   const missing = cli("gguf-info", join(tmp, "no-such.gguf"));
   expectExit(missing, 1, "gguf-info of a missing file");
   assert.match(missing.stderr, /^wsp-ggml gguf-info: /);

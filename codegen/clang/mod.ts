@@ -76,6 +76,7 @@ export const CursorKind = {
   TypeRef: 43,
   UnexposedAttr: 400,
   VisibilityAttr: 417,
+  DLLExport: 418,
   MacroDefinition: 501,
 } as const;
 

