@@ -165,6 +165,9 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
 export const adapter: FfiAdapter = {
   runtime: "bun",
   hasNonblocking: true,
+  mayRun(): boolean {
+    return true;
+  },
   open,
   view: (ptr, byteLength) => {
     if (ptr === 0) throw new TypeError("NULL pointer dereference");

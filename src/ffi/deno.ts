@@ -179,6 +179,10 @@ function callback(
 export const adapter: FfiAdapter = {
   runtime: "deno",
   hasNonblocking: true,
+  mayRun(command: string): boolean {
+    const state = Deno.permissions.querySync({ name: "run", command }).state;
+    return state === "granted";
+  },
   open,
   view: (ptr, byteLength) => Deno.UnsafePointerView.getArrayBuffer(pointerObject(ptr), byteLength),
   addressOf: (buffer) => {

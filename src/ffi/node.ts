@@ -79,6 +79,9 @@ const protos = new Map<string, ReturnType<typeof koffi.pointer>>();
 export const adapter: FfiAdapter = {
   runtime: "node",
   hasNonblocking: true,
+  mayRun(): boolean {
+    return true;
+  },
   open,
   view: (ptr, byteLength) => {
     if (ptr === 0) throw new TypeError("NULL pointer dereference");

@@ -193,6 +193,12 @@ export interface FfiAdapter {
   readonly runtime: "deno" | "bun" | "node";
   /** Whether non-blocking calls exist on this runtime. */
   readonly hasNonblocking: boolean;
+  /**
+   * Whether the runtime lets this process start `command` as a child
+   * process: false where a permission model refuses it or would prompt
+   * (Deno without `--allow-run`); true where there is none (Bun, Node).
+   */
+  mayRun(command: string): boolean;
   /** Opens the library at `path` and binds the functions of `table`. */
   open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>;
   /**

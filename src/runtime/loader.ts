@@ -691,9 +691,7 @@ export function probeLibrary(location: LibraryLocation, cpuVariant?: string): Pr
   const [cmd, args] = childCommand(script, [location.base, cpuVariant ?? ""]);
   // Deno without --allow-run answers spawnSync with an empty object (no status, no error):
   // that is no verdict on the library, and must not be cached as one.
-  const deno = (globalThis as { Deno?: { permissions?: { querySync?(d: { name: "run"; command: string }): { state: string } } } }).Deno;
-  const runState = deno?.permissions?.querySync?.({ name: "run", command: cmd }).state;
-  if (runState === "denied" || runState === "prompt") {
+  if (!ffi.mayRun(cmd)) {
     throw new PermissionError(
       `wsp-ggml: the probe of ${location.base} runs it in a child process (${cmd}), which the runtime did not allow. Run it with --allow-run (or turn the probe off: ${PROBE_ENV}=0, or probe: false).`,
       "--allow-run",
