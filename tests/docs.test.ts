@@ -21,7 +21,7 @@ interface Sym { name: string; declarations: Decl[] }
 
 const bin = (name: string) => join(root, "node_modules", ".bin", process.platform === "win32" ? `${name}.cmd` : name);
 const deno = bin("deno");
-const ENTRIES = ["mod.ts", "src/ffi/entry_deno.ts", "src/ffi/entry_node.ts", "src/ffi/entry_bun.ts", "src/ffi/compile.ts", "src/llm/entry_deno.ts", "src/llm/entry_node.ts", "src/llm/entry_bun.ts"];
+const ENTRIES = ["mod.ts", "src/ffi/entry_deno.ts", "src/ffi/entry_node.ts", "src/ffi/entry_bun.ts", "src/ffi/compile.ts", "src/llm/entry_deno.ts", "src/llm/entry_node.ts", "src/llm/entry_bun.ts", "src/whisper/entry_deno.ts", "src/whisper/entry_node.ts", "src/whisper/entry_bun.ts"];
 
 const tmp = mkdtempSync(join(tmpdir(), "wsp-docs-"));
 after(() => rmSync(tmp, { recursive: true, force: true }));

@@ -91,6 +91,7 @@ export interface SegmentText {
   readonly t0: number;
   /** End, in milliseconds. */
   readonly t1: number;
+  /** Its text (whisper.cpp's, usually with a leading space). */
   readonly text: string;
 }
 
@@ -118,6 +119,7 @@ export interface Segment extends SegmentText {
 export interface Transcript {
   /** Every segment's text, joined. */
   readonly text: string;
+  /** The segments, in order. */
   readonly segments: readonly Segment[];
   /** The language, given or detected. */
   readonly language: string;
