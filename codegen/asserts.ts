@@ -21,15 +21,20 @@
  *
  * @module
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, sep } from "node:path";
 
 /** What a site does when its condition fails. */
-export type SiteKind = "assert" | "assert_aligned" | "abort" | "unreachable" | "abort_call" | "index";
+export type SiteKind =
+  | "assert" | "assert_aligned" | "abort" | "unreachable" | "abort_call" | "index"
+  // whisper.cpp only (scanWhisper): WHISPER_ASSERT, a plain assert(), a throw, a checked
+  // container access `.at(…)` (std::out_of_range), a std::regex construction or match
+  // (std::regex_error), and a call into ggml that can reach one of ggml's own sites.
+  | "whisper_assert" | "c_assert" | "throw" | "at" | "regex" | "ggml_call";
 
 /** One abort site (or unchecked index read) of the vendored sources. */
 export interface Site {
-  /** Path below `vendor/ggml`, with `/`. */
+  /** Path below `vendor/ggml`, with `/` (whisper.cpp's: `whisper/…`, below `vendor`). */
   readonly file: string;
   /** The enclosing function (`name`, `Type::name`, `#define NAME`, or `(file scope)`). */
   readonly function: string;
@@ -57,6 +62,9 @@ const MACROS: ReadonlyArray<[string, SiteKind]> = [
 const MACRO_RE = /\b(WSP_GGML_ASSERT_ALIGNED|WSP_GGML_ASSERT|WSP_GGML_ABORT|WSP_GGML_UNREACHABLE|abort)\s*\(/g;
 const MACRO_AT = /(WSP_GGML_ASSERT_ALIGNED|WSP_GGML_ASSERT|WSP_GGML_ABORT|WSP_GGML_UNREACHABLE|abort)\s*\(/y;
 const KIND = new Map(MACROS);
+/** whisper.cpp's reader: ggml's macros, and whisper.cpp's own. */
+const WMACRO_RE = /\b(WSP_GGML_ASSERT_ALIGNED|WSP_GGML_ASSERT|WSP_GGML_ABORT|WSP_GGML_UNREACHABLE|WHISPER_ASSERT|assert|abort)\s*\(/g;
+const WKIND = new Map<string, SiteKind>([...MACROS, ["WHISPER_ASSERT", "whisper_assert"], ["assert", "c_assert"]]);
 
 /** Identifiers that look like calls in a function header but are not its name. */
 const NOT_NAMES = new Set([
@@ -191,8 +199,16 @@ function classify(header: string): Frame {
 }
 
 /** Every site of one source file. `file` is its path below vendor/ggml, with `/`. */
-export function scanSource(file: string, src: string): Site[] {
-  return scanFile(file, src).sites;
+export function scanSource(file: string, src: string, options: ScanOptions = {}): Site[] {
+  return scanFile(file, src, options).sites;
+}
+
+/** What else to read as a site (whisper.cpp). */
+export interface ScanOptions {
+  /** Also `WHISPER_ASSERT`, `assert`, `throw`, `.at(`, `std::regex` (the whisper.cpp reader). */
+  readonly whisper?: boolean;
+  /** ggml functions that can reach a ggml site: each call of one is a `ggml_call` site. */
+  readonly ggmlCalls?: ReadonlySet<string>;
 }
 
 /** What one file holds: its sites, and the identifiers each function's body names (a lexical call graph). */
@@ -207,8 +223,11 @@ export interface FileScan {
 const IDENT = /\b[A-Za-z_]\w*\b/g;
 
 /** Sites and references of one source file. */
-export function scanFile(file: string, src: string): FileScan {
+export function scanFile(file: string, src: string, options: ScanOptions = {}): FileScan {
   const { clean, code } = lex(src);
+  const w = options.whisper === true;
+  const macroRe = w ? WMACRO_RE : MACRO_RE;
+  const kindOf = w ? WKIND : KIND;
   const raw: Array<{ fn: string; kind: SiteKind; cond: string; pos: number }> = [];
   const lineStarts: number[] = [0];
   for (let i = 0; i < src.length; i++) if (src[i] === "\n") lineStarts.push(i + 1);
@@ -235,8 +254,8 @@ export function scanFile(file: string, src: string): FileScan {
   /** Sites in `code[from, to)`, attributed to `fn`. */
   const sitesIn = (from: number, to: number, fn: string) => {
     const seg = code.slice(from, to);
-    MACRO_RE.lastIndex = 0;
-    for (let m = MACRO_RE.exec(seg); m; m = MACRO_RE.exec(seg)) {
+    macroRe.lastIndex = 0;
+    for (let m = macroRe.exec(seg); m; m = macroRe.exec(seg)) {
       const at = from + m.index;
       const before = code.slice(Math.max(0, at - 2), at);
       const name = m[1];
@@ -244,7 +263,7 @@ export function scanFile(file: string, src: string): FileScan {
       const open = at + m[0].length - 1;
       const close = closeParen(code, open);
       if (close < 0) continue;
-      raw.push({ fn, kind: KIND.get(name)!, cond: normalize(clean.slice(open + 1, close)), pos: at });
+      raw.push({ fn, kind: kindOf.get(name)!, cond: normalize(clean.slice(open + 1, close)), pos: at });
     }
   };
 
@@ -253,7 +272,9 @@ export function scanFile(file: string, src: string): FileScan {
   const opens: number[] = [];
   const ranges: Array<[number, number, string]> = [];
   const n = code.length;
-  const next = /[{};#]|\b(?:WSP_GGML_ASSERT_ALIGNED|WSP_GGML_ASSERT|WSP_GGML_ABORT|WSP_GGML_UNREACHABLE|abort)\s*\(/g;
+  const next = w
+    ? /[{};#]|\b(?:WSP_GGML_ASSERT_ALIGNED|WSP_GGML_ASSERT|WSP_GGML_ABORT|WSP_GGML_UNREACHABLE|WHISPER_ASSERT|assert|abort)\s*\(/g
+    : /[{};#]|\b(?:WSP_GGML_ASSERT_ALIGNED|WSP_GGML_ASSERT|WSP_GGML_ABORT|WSP_GGML_UNREACHABLE|abort)\s*\(/g;
   let i = 0;
   while (i < n) {
     next.lastIndex = i;
@@ -280,7 +301,9 @@ export function scanFile(file: string, src: string): FileScan {
         if (top?.first) frames = top.first;
       } else if (dir === "define") {
         const name = /^#\s*define\s+(\w+)/.exec(text)?.[1] ?? "";
-        if (!KIND.has(name)) sitesIn(i, end, `#define ${name}`);
+        // The body only (after the name and its parameters): whisper.cpp's WHISPER_ASSERT is itself a site's sink.
+        const head = /^#\s*define\s+\w+(?:\([^)]*\))?/.exec(text)?.[0].length ?? 0;
+        if (!kindOf.has(name) || (w && name === "WHISPER_ASSERT")) sitesIn(w ? i + head : i, end, `#define ${name}`);
         if (!frames.some((f) => f.kind === "fn")) fileText.push(text);
       }
       i = end;
@@ -339,6 +362,60 @@ export function scanFile(file: string, src: string): FileScan {
       const pointer = /^(?:const\s+)?int(?:32|64)_t\s*\*\s*\w+\s*=/.test(stmt);
       if (!deref && !pointer) continue;
       raw.push({ fn, kind: "index", cond: stmt, pos: m.index });
+    }
+    raw.sort((a, b) => a.pos - b.pos);
+  }
+
+  if (w) {
+    const fnAt = (pos: number) => {
+      // The innermost function range holding pos.
+      let best: [number, number, string] | undefined;
+      for (const r of ranges) if (r[0] <= pos && pos <= r[1] && (!best || r[0] >= best[0])) best = r;
+      return best?.[2];
+    };
+    const push = (kind: SiteKind, cond: string, pos: number) => {
+      const fn = fnAt(pos);
+      if (fn) raw.push({ fn, kind, cond: normalize(cond), pos });
+    };
+    // throw <expression>;  (a bare `throw;` rethrows)
+    for (const m of code.matchAll(/\bthrow\b/g)) {
+      const end = code.indexOf(";", m.index);
+      push("throw", clean.slice(m.index + 5, end < 0 ? n : end), m.index);
+    }
+    // receiver.at(index): the receiver read back over names, `.`, `->`, `::` and balanced groups.
+    for (const m of code.matchAll(/\.\s*at\s*\(/g)) {
+      let s = m.index;
+      for (;;) {
+        const c = code[s - 1];
+        if (c === ")" || c === "]") {
+          const open = c === ")" ? "(" : "[";
+          let depth = 0, k = s - 1;
+          for (; k >= 0; k--) {
+            if (code[k] === c) depth++;
+            else if (code[k] === open && --depth === 0) break;
+          }
+          s = k;
+        } else if (c !== undefined && /\w/.test(c)) s--;
+        else if (c === "." ) s--;
+        else if (c === ">" && code[s - 2] === "-") s -= 2;
+        else if (c === ":" && code[s - 2] === ":") s -= 2;
+        else break;
+      }
+      const open = m.index + m[0].length - 1;
+      const close = closeParen(code, open);
+      if (close < 0 || s === m.index) continue;
+      push("at", clean.slice(s, close + 1), m.index);
+    }
+    // std::regex construction and matching.
+    for (const m of code.matchAll(/\bstd::(regex_search|regex_match|regex\s+\w+)\s*\(/g)) {
+      const close = closeParen(code, m.index + m[0].length - 1);
+      if (close >= 0) push("regex", clean.slice(m.index, close + 1), m.index);
+    }
+    // Calls into ggml that can reach one of its sites.
+    if (options.ggmlCalls) {
+      for (const m of code.matchAll(/\b(wsp_ggml_\w+)\s*\(/g)) {
+        if (options.ggmlCalls.has(m[1]) && code[m.index - 1] !== ".") push("ggml_call", m[1], m.index);
+      }
     }
     raw.sort((a, b) => a.pos - b.pos);
   }
@@ -402,7 +479,7 @@ export const NEVER_DEFINED = new Set(["WSP_GGML_VULKAN_CHECK_RESULTS", "WSP_GGML
  * `src` with the lines of `#ifdef X` / `#if defined(X) || defined(Y)` branches blanked where
  * every macro tested is in {@linkcode NEVER_DEFINED} (an `#else` branch is kept); line numbers stay.
  */
-export function withoutDebugBlocks(src: string): string {
+export function withoutDebugBlocks(src: string, never: ReadonlySet<string> = NEVER_DEFINED, ifZero = false): string {
   const lines = src.split("\n");
   const stack: { dead: boolean; skip: boolean }[] = []; // skip: this #if is one of ours
   const deadNow = () => stack.some((f) => f.dead);
@@ -413,8 +490,8 @@ export function withoutDebugBlocks(src: string): string {
       const [, dir, rest] = m;
       if (dir === "ifdef" || dir === "if") {
         const names = dir === "ifdef" ? [rest.trim()] : [...rest.matchAll(/defined\s*\(?\s*(\w+)\s*\)?/g)].map((x) => x[1]);
-        const ours = names.length > 0 && names.every((n) => NEVER_DEFINED.has(n)) &&
-          (dir === "ifdef" || rest.replace(/defined\s*\(?\s*\w+\s*\)?|\|\||\s/g, "") === "");
+        const ours = (ifZero && dir === "if" && rest.trim() === "0") || (names.length > 0 && names.every((n) => never.has(n)) &&
+          (dir === "ifdef" || rest.replace(/defined\s*\(?\s*\w+\s*\)?|\|\||\s/g, "") === ""));
         const wasDead = deadNow();
         stack.push({ dead: ours, skip: ours });
         if (wasDead || ours) lines[i] = "";
@@ -487,20 +564,81 @@ export function reachable(tree: TreeScan, roots: Iterable<string>): Set<string> 
 
 /**
  * The C names the binding calls: identifiers in the code (not the comments) of its TypeScript
- * (not the raw FFI table, `src/ffi/bindings.gen.ts`, which users do not get) and of its own C files
- * (`native/*.c`; not the generated shims, which wrap every symbol, nor the smoke test).
+ * (not the raw FFI tables, `src/ffi/bindings.gen.ts` and `src/ffi/whisper.gen.ts`, which users do not get) and of its own C files
+ * (`native/*.c` and `native/whisper/job.c`; not the generated shims, which wrap every symbol, nor the
+ * smoke test or the C whisper driver); `whisper_*` names are whisper.cpp's entry points.
  */
 export function bindingRoots(root: string): Set<string> {
   const out = new Set<string>();
   const add = (text: string) => {
-    for (const m of lex(text).code.matchAll(/\bwsp_(?:ggml|gguf)\w*/g)) out.add(m[0]);
+    for (const m of lex(text).code.matchAll(/\bwsp_(?:ggml|gguf)\w*|\bwhisper_\w+/g)) out.add(m[0]);
   };
   for (const e of readdirSync(join(root, "src"), { recursive: true })) {
     const f = String(e).split(sep).join("/");
-    if (f.endsWith(".ts") && !f.endsWith("bindings.gen.ts")) add(readFileSync(join(root, "src", f), "utf8"));
+    if (f.endsWith(".ts") && !f.endsWith("bindings.gen.ts") && !f.endsWith("whisper.gen.ts")) add(readFileSync(join(root, "src", f), "utf8"));
   }
   for (const f of readdirSync(join(root, "native"))) if (f.endsWith(".c")) add(readFileSync(join(root, "native", f), "utf8"));
+  // whisper.cpp's entry points: the job shim the API runs transcriptions through (not the C driver, a reference program).
+  const job = join(root, "native", "whisper", "job.c");
+  if (existsSync(job)) add(readFileSync(job, "utf8"));
   return out;
+}
+
+/**
+ * Macros no build of libwsp-whisper defines (build.zig's addWhisper): whisper.cpp's debug trace,
+ * the Core ML and OpenVINO encoders, and the compile-time backends (ggml's are loaded at run time).
+ */
+export const WHISPER_NEVER_DEFINED = new Set(["WHISPER_DEBUG", "WHISPER_USE_COREML", "WHISPER_USE_OPENVINO", "WSP_GGML_USE_METAL", "WSP_GGML_USE_CUDA", "WHISPER_BIG_ENDIAN"]);
+
+/** `src` with the arguments of `NAME(…)` calls blanked (a macro that expands to nothing); offsets and lines kept. */
+export function withoutMacroCalls(src: string, name: string): string {
+  const { code } = lex(src);
+  const out = src.split("");
+  for (const m of code.matchAll(new RegExp(`\\b${name}\\s*\\(`, "g"))) {
+    const lineStart = code.lastIndexOf("\n", m.index) + 1;
+    if (/^\s*#/.test(code.slice(lineStart, m.index))) continue; // its #define
+    const close = closeParen(code, m.index + m[0].length - 1);
+    for (let i = m.index + m[0].length; i < close; i++) if (out[i] !== "\n") out[i] = " ";
+  }
+  return out.join("");
+}
+
+/**
+ * The functions of `tree` from which one of its sites can be reached through the lexical call
+ * graph (a site's own function, and every function that names one of those).
+ */
+export function abortingFunctions(tree: TreeScan): Set<string> {
+  const out = new Set<string>();
+  for (const s of tree.sites) out.add(s.function);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [fn, refs] of tree.refs) {
+      if (out.has(fn)) continue;
+      for (const r of refs) if (out.has(r)) { out.add(fn); grew = true; break; }
+    }
+  }
+  return out;
+}
+
+/**
+ * whisper.cpp's sites (`dir` is \`vendor/whisper\`; files are named \`whisper/…\`): its macros, plain
+ * asserts, throws, \`.at(\`, std::regex and every call of a ggml function in \`ggmlCalls\`; code under
+ * {@linkcode WHISPER_NEVER_DEFINED}, \`#if 0\` and the arguments of \`WHISPER_LOG_DEBUG\` (empty
+ * without WHISPER_DEBUG) are neither sites nor calls.
+ */
+export function scanWhisper(dir: string, ggmlCalls?: ReadonlySet<string>): TreeScan {
+  const sites: Site[] = [];
+  const refs = new Map<string, Set<string>>();
+  const fileRefs = new Map<string, Set<string>>();
+  for (const f of sourceFiles(dir)) {
+    if (!f.endsWith(".cpp")) continue; // whisper.h, whisper-arch.h: declarations and tables
+    const src = withoutMacroCalls(withoutDebugBlocks(readFileSync(join(dir, f), "utf8"), WHISPER_NEVER_DEFINED, true), "WHISPER_LOG_DEBUG");
+    const r = scanFile(`whisper/${f}`, src, { whisper: true, ggmlCalls });
+    sites.push(...r.sites);
+    for (const [k, v] of r.refs) refs.set(k, new Set([...(refs.get(k) ?? []), ...v]));
+    fileRefs.set(`whisper/${f}`, r.fileRefs);
+  }
+  return { sites, refs, fileRefs };
 }
 
 if (process.argv[1] && process.argv[1].replace(/\\/g, "/").endsWith("codegen/asserts.ts")) {

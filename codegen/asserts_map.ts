@@ -20,7 +20,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bindingRoots, reachable, type Site, scanTreeFull, type TreeScan } from "./asserts.ts";
+import { abortingFunctions, bindingRoots, reachable, scanTreeFull, scanWhisper, type Site, type TreeScan } from "./asserts.ts";
 
 /** The reasons a site cannot be reached from the API (the only ones a disposition may give). */
 export const REASONS: Readonly<Record<string, string>> = {
@@ -30,6 +30,7 @@ export const REASONS: Readonly<Record<string, string>> = {
   sink: "the abort itself: every assert ends here, and each caller is an entry of its own",
   resource: "host memory or threads exhausted (a failed malloc or thread start), not a caller's mistake",
   "not-index": "the value read from a tensor is used as data, never as a memory index",
+  "param-off": "whisper.cpp reaches it only under a parameter the API never sets (src/whisper/whisper.ts writes the params; whisper.cpp's defaults leave it off; the test checks that whisper.ts names none of the disposition's params)",
 };
 
 /** What the map says of a site. Exactly one of `check`, `unreachable`, `open`. */
@@ -46,6 +47,8 @@ export interface Disposition {
   readonly open?: string;
   /** The reason holds for any site of a function or file: the disposition may be used as a wildcard. */
   readonly any?: boolean;
+  /** `param-off`: the whisper_full_params / whisper_context_params fields that gate the site (src/whisper/whisper.ts must name none). */
+  readonly params?: readonly string[];
 }
 
 type FunctionEntry = string | Record<string, string>;
@@ -61,6 +64,10 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const MAP_PATH = "docs/asserts.map.json";
 export const INVENTORY_PATH = "docs/asserts-inventory.md";
 export const VENDOR = "vendor/ggml";
+/** whisper.cpp (scripts/vendor.mjs); its sites are files `whisper/…`. */
+export const WHISPER_VENDOR = "vendor/whisper";
+/** Whether a site is whisper.cpp's. */
+export const isWhisper = (s: Site): boolean => s.file.startsWith("whisper/");
 
 export function loadMap(root = ROOT): AssertMap {
   return JSON.parse(readFileSync(join(root, MAP_PATH), "utf8")) as AssertMap;
@@ -141,6 +148,13 @@ export function checkMap(sites: readonly Site[], map: AssertMap, options: CheckO
         if (!existsSync(join(root, m[1]))) problems.push(`disposition ${id}: no file ${m[1]}`);
       }
     }
+    if (d.unreachable === "param-off") {
+      if (!d.params?.length) problems.push(`disposition ${id}: param-off needs the params that gate it`);
+      const api = readFileSync(join(root, "src", "whisper", "whisper.ts"), "utf8");
+      for (const f of d.params ?? []) {
+        if (new RegExp(`(?:\\.|["'])${f}\\b`).test(api)) problems.push(`disposition ${id}: src/whisper/whisper.ts names ${f}: the API may set it`);
+      }
+    }
     for (const ref of d.test ?? []) {
       const p = checkTestRef(root, ref, cases, cache);
       if (p) problems.push(`disposition ${id}: ${p}`);
@@ -204,29 +218,45 @@ const CATEGORY_ORDER = ["check", "check (untested)", ...Object.keys(REASONS).map
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
 const code = (s: string) => (s === "" ? "" : "`" + cell(s).replace(/`/g, "'") + "`");
 
-/** The summary table (also written into docs/asserts.md). */
+/** The summary table (also written into docs/asserts.md): ggml's sites, then whisper.cpp's. */
 export function renderSummary(sites: readonly Site[], map: AssertMap): string {
-  const { byCategory, byId } = tally(sites, map);
+  const ggml = sites.filter((s) => !isWhisper(s));
+  const whisper = sites.filter(isWhisper);
   const files = new Map<string, number>();
-  for (const s of sites) files.set(s.file, (files.get(s.file) ?? 0) + 1);
+  for (const s of ggml) files.set(s.file, (files.get(s.file) ?? 0) + 1);
   const lines = [
-    `${sites.length} sites in ${files.size} files of \`vendor/ggml\` (\`WSP_GGML_ASSERT\`, \`WSP_GGML_ASSERT_ALIGNED\`, \`WSP_GGML_ABORT\`,`,
+    `${ggml.length} sites in ${files.size} files of \`vendor/ggml\` (\`WSP_GGML_ASSERT\`, \`WSP_GGML_ASSERT_ALIGNED\`, \`WSP_GGML_ABORT\`,`,
     "`WSP_GGML_UNREACHABLE`, `abort()`, and CPU-kernel reads of an index out of tensor data), each mapped in",
     `\`${MAP_PATH}\`; the full list is \`${INVENTORY_PATH}\`. Both are checked by \`tests/asserts_inventory.test.ts\`.`,
     "",
-    "| Disposition | Sites |",
-    "| --- | ---: |",
+    ...table(ggml, map),
   ];
+  if (whisper.length) {
+    lines.push(
+      "",
+      `whisper.cpp (\`${WHISPER_VENDOR}\`, libwsp-whisper): ${whisper.length} sites (\`WHISPER_ASSERT\`, ggml's macros, \`assert\` (NDEBUG),`,
+      "`throw` (compiled with exceptions, caught nowhere on these paths: std::terminate), `.at(` (std::out_of_range),",
+      "`std::regex` (std::regex_error), and each call of a ggml function that can reach one of ggml's sites):",
+      "",
+      ...table(whisper, map),
+    );
+  }
+  return lines.join("\n");
+}
+
+function table(sites: readonly Site[], map: AssertMap): string[] {
+  const { byCategory, byId } = tally(sites, map);
+  const lines = ["| Disposition | Sites |", "| --- | ---: |"];
   for (const cat of CATEGORY_ORDER) {
     const n = byCategory.get(cat);
     if (n) lines.push(`| ${cat} | ${n} |`);
   }
-  const open = [...byId].filter(([id]) => map.dispositions[id]?.open !== undefined).sort((a, b) => b[1] - a[1]);
+  const open = [...byId].filter(([id]) => map.dispositions[id]?.open !== undefined).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   if (open.length) {
     lines.push("", "Open, by what is missing:", "");
     for (const [id, n] of open) lines.push(`- ${code(id)} (${n}): ${cell(map.dispositions[id].open!)}`);
   }
-  return lines.join("\n");
+  return lines;
 }
 
 /** `docs/asserts-inventory.md`. */
@@ -237,7 +267,7 @@ export function renderInventory(sites: readonly Site[], map: AssertMap): string 
     "",
     "<!-- Generated by `node --import tsx codegen/asserts_map.ts --write` from vendor/ggml and docs/asserts.map.json; do not edit. -->",
     "",
-    "Every place in the vendored ggml where a call could end the process, found by `codegen/asserts.ts` (a",
+    "Every place in the vendored ggml and whisper.cpp where a call could end the process, found by `codegen/asserts.ts` (a",
     "lexical reader: comments and literals stripped, `#if` branches followed, the enclosing function tracked by",
     "brace depth), and what `docs/asserts.map.json` says of it. A site's key is `file:function:kind condition`",
     "(plus `#n` for the n-th identical one in a function) — no line numbers, so keys survive unrelated edits;",
@@ -301,13 +331,22 @@ export function withSummary(doc: string, summary: string): string {
   return `${doc.replace(/\n*$/, "\n")}\n## Inventory of every abort site\n\n${block}\n`;
 }
 
-/** Scans vendor/ggml, with the call graph and the functions the binding reaches. */
+/**
+ * Scans vendor/ggml and vendor/whisper (when there), with the call graph of both and the functions
+ * the binding reaches (ggml's functions that whisper.cpp calls included).
+ */
 export function scanVendor(root = ROOT): { tree: TreeScan; reach: Set<string> } {
   const dir = join(root, VENDOR);
   if (!existsSync(join(dir, "ggml.c"))) {
     throw new Error(`${VENDOR} is missing: run the set-up first (npm run setup, or node scripts/setup.mjs)`);
   }
-  const tree = scanTreeFull(dir);
+  const ggml = scanTreeFull(dir);
+  const wdir = join(root, WHISPER_VENDOR);
+  if (!existsSync(join(wdir, "whisper.cpp"))) return { tree: ggml, reach: reachable(ggml, bindingRoots(root)) };
+  const whisper = scanWhisper(wdir, abortingFunctions(ggml));
+  const refs = new Map(ggml.refs);
+  for (const [k, v] of whisper.refs) refs.set(k, new Set([...(refs.get(k) ?? []), ...v]));
+  const tree: TreeScan = { sites: [...ggml.sites, ...whisper.sites], refs, fileRefs: new Map([...ggml.fileRefs, ...whisper.fileRefs]) };
   return { tree, reach: reachable(tree, bindingRoots(root)) };
 }
 

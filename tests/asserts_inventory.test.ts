@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { scanSource, withoutDebugBlocks } from "../codegen/asserts.ts";
+import { scanSource, WHISPER_NEVER_DEFINED, withoutDebugBlocks, withoutMacroCalls } from "../codegen/asserts.ts";
 import {
   checkMap,
   INVENTORY_PATH,
@@ -21,6 +21,7 @@ import {
   SUMMARY_END,
   SUMMARY_START,
   VENDOR,
+  WHISPER_VENDOR,
 } from "../codegen/asserts_map.ts";
 
 const vendorThere = existsSync(join(ROOT, VENDOR, "ggml.c"));
@@ -166,4 +167,63 @@ test("code under debug switches no build defines is neither a site nor a call; t
   const out = withoutDebugBlocks(src);
   assert.equal(out.split("\n").length, src.split("\n").length, "line numbers kept");
   assert.deepEqual(scanSource("f.c", out).map((s) => s.condition), ["kept", "maybe"]);
+});
+
+// whisper.cpp (vendor/whisper, libwsp-whisper) is read by the same reader, with its own kinds.
+const whisperThere = existsSync(join(ROOT, WHISPER_VENDOR, "whisper.cpp"));
+
+test("whisper.cpp: its sites are read (each kind), attributed to functions, and all mapped", { skip: !vendorThere || !whisperThere }, () => {
+  const { tree } = scan();
+  const w = tree.sites.filter((s) => s.file === "whisper/whisper.cpp");
+  assert.ok(w.length > 300, `${w.length} whisper.cpp sites: the reader lost most of them`);
+  for (const kind of ["whisper_assert", "assert", "c_assert", "throw", "at", "regex", "ggml_call", "abort_call"]) {
+    assert.ok(w.some((s) => s.kind === kind), `no whisper.cpp site of kind ${kind}`);
+  }
+  // The graphs' ggml calls are sites of the graph builders; the loader's throws are the loader's.
+  assert.ok(w.some((s) => s.function === "whisper_build_graph_encoder" && s.local.startsWith("ggml_call wsp_ggml_mul_mat")));
+  assert.ok(w.some((s) => s.function === "whisper_model_load" && s.kind === "throw"));
+  // Compiled out: WHISPER_LOG_DEBUG's arguments and #ifdef WHISPER_DEBUG (their .at() calls are no sites).
+  assert.ok(!w.some((s) => s.kind === "at" && s.function === "whisper_full_with_state"), "a .at() under WHISPER_DEBUG was read as a site");
+});
+
+test("whisper.cpp reader: WHISPER_ASSERT, assert, throw, .at(), std::regex and ggml calls; debug code ignored", () => {
+  const src = [
+    "#define WHISPER_ASSERT(x) do { if (!(x)) { abort(); } } while (0)",
+    "#define WHISPER_LOG_DEBUG(...)",
+    "static int f(const std::map<int, int> & m, std::vector<int> & v, const char * s) {",
+    "    WHISPER_ASSERT(v.size() > 0);",
+    "    assert(s);",
+    "    WHISPER_LOG_DEBUG(\"%d\", m.at(3));",
+    "#ifdef WHISPER_DEBUG",
+    "    v.at(9);",
+    "#endif",
+    "#if 0",
+    "    throw 1;",
+    "#endif",
+    "    std::regex re(s);",
+    "    if (!std::regex_match(s, re)) throw std::runtime_error(\"no\");",
+    "    wsp_ggml_mul_mat(nullptr, nullptr, nullptr);",
+    "    wsp_ggml_time_us();",
+    "    return m.at(v.at(0)) + tables[1].at(2);",
+    "}",
+  ].join("\n");
+  const clean = withoutMacroCalls(withoutDebugBlocks(src, WHISPER_NEVER_DEFINED, true), "WHISPER_LOG_DEBUG");
+  const sites = scanSource("whisper/x.cpp", clean, { whisper: true, ggmlCalls: new Set(["wsp_ggml_mul_mat"]) }).map((s) => `${s.function} | ${s.local}`);
+  assert.deepEqual(sites, [
+    "#define WHISPER_ASSERT | abort_call",
+    "f | whisper_assert v.size() > 0",
+    "f | c_assert s",
+    "f | regex std::regex re(s)",
+    "f | regex std::regex_match(s, re)",
+    "f | throw std::runtime_error(\"no\")",
+    "f | ggml_call wsp_ggml_mul_mat",
+    "f | at m.at(v.at(0))",
+    "f | at v.at(0)",
+    "f | at tables[1].at(2)",
+  ]);
+});
+
+test("a param-off disposition fails when src/whisper/whisper.ts names one of its params", () => {
+  const map = { dispositions: { x: { unreachable: "param-off", params: ["n_threads"] }, y: { unreachable: "param-off", params: ["grammar_rules"] } }, sites: {} };
+  assert.deepEqual(checkMap([], map), ["disposition x: src/whisper/whisper.ts names n_threads: the API may set it"]);
 });

@@ -25,7 +25,7 @@
 export * from "../mod.ts";
 export * from "./whisper.ts";
 export * from "./wav.ts";
-export { MAX_SAMPLE_RATE, resampleTo16k, WHISPER_SAMPLE_RATE } from "./resample.ts";
+export { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, resampleTo16k, WHISPER_SAMPLE_RATE } from "./resample.ts";
 export * from "./model_file.ts";
 export { convertWhisper, type ConvertOptions, type ConvertResult, WHISPER_FILE_TYPES, type WhisperFileType, type WhisperTensorPlan } from "./convert.ts";
 export { defaultWhisperCacheDir, ensureWhisperCt2, ensureWhisperModel, type EnsureWhisperModelOptions, type EnsureWhisperOptions, type PinnedFile, WHISPER_CACHE_ENV, WHISPER_CT2_FILES, WHISPER_PACKAGES, whisperModelFile } from "./model_fetch.ts";

@@ -48,6 +48,7 @@ export interface WhisperHparams {
 
 /** One tensor record of the file. */
 export interface WhisperTensorInfo {
+  /** Its name (`encoder.blocks.0.attn.query.weight`, …). */
   readonly name: string;
   /** Sizes, innermost first (ggml's ne). */
   readonly shape: readonly number[];
@@ -61,8 +62,11 @@ export interface WhisperTensorInfo {
 
 /** What the check read: enough to describe the model without loading it. */
 export interface WhisperModelInfo {
+  /** The file checked. */
   readonly path: string;
+  /** Its size in bytes. */
   readonly fileSize: number;
+  /** Its hyper-parameters. */
   readonly hparams: WhisperHparams;
   /** ggml's file type (0 f32, 1 f16, 2 q4_0, 3 q4_1, 7 q8_0, 8 q5_0, 9 q5_1, …), without the quantization version. */
   readonly ftype: number;
@@ -72,6 +76,7 @@ export interface WhisperModelInfo {
   readonly multilingual: boolean;
   /** `tiny`, `base`, `small`, `medium`, `large` by encoder depth, else `unknown`. */
   readonly size: string;
+  /** Every tensor record, in file order. */
   readonly tensors: readonly WhisperTensorInfo[];
 }
 
@@ -87,6 +92,8 @@ const FTYPE_WTYPE: Readonly<Record<number, number>> = { 0: 0, 1: 1, 2: 2, 3: 3, 
 const QNT_VERSION_FACTOR = 1000;
 /** Whisper's vocabularies: English-only, multilingual, large-v3. */
 const VOCAB_SIZES = new Set([51864, 51865, 51866]);
+/** Bytes read at once while walking the vocabulary. */
+const VOCAB_WINDOW = 1 << 16;
 const SIZES: Readonly<Record<number, string>> = { 4: "tiny", 6: "base", 12: "small", 24: "medium", 32: "large" };
 
 /** Reads `length` bytes at `offset`, or throws TRUNCATED. */
@@ -159,19 +166,24 @@ function expectedTensors(h: WhisperHparams, wtype: number): Map<string, [number[
   return m;
 }
 
+/** Byte offset of each hyperparameter (file order), for the errors. */
+const HP_AT = { nVocab: 4, nAudioCtx: 8, nAudioState: 12, nAudioHead: 16, nAudioLayer: 20, nTextCtx: 24, nTextState: 28, nTextHead: 32, nTextLayer: 36, nMels: 40, ftype: 44 } as const;
+
 function checkHparams(path: string, h: WhisperHparams, ftype: number): void {
-  const bad = (what: string) => new WhisperError("INVALID", `${path}: ${what}`, 4);
-  if (!VOCAB_SIZES.has(h.nVocab)) throw bad(`n_vocab ${h.nVocab} is not a Whisper vocabulary (51864, 51865 or 51866)`);
-  if (h.nAudioCtx !== 1500) throw bad(`n_audio_ctx ${h.nAudioCtx}: Whisper's encoder takes 1500 positions (30 s of audio)`);
-  if (h.nTextCtx !== 448) throw bad(`n_text_ctx ${h.nTextCtx}: Whisper's decoder takes 448 positions`);
-  if (h.nMels !== 80 && h.nMels !== 128) throw bad(`n_mels ${h.nMels}: Whisper uses 80 or 128 mel bands`);
-  if (h.nAudioState !== h.nTextState) throw bad(`n_audio_state ${h.nAudioState} ≠ n_text_state ${h.nTextState} (whisper.cpp asserts they are equal)`);
+  const bad = (what: string, at: number) => new WhisperError("INVALID", `${path}: ${what}`, at);
+  if (!VOCAB_SIZES.has(h.nVocab)) throw bad(`n_vocab ${h.nVocab} is not a Whisper vocabulary (51864, 51865 or 51866)`, HP_AT.nVocab);
+  if (h.nAudioCtx !== 1500) throw bad(`n_audio_ctx ${h.nAudioCtx}: Whisper's encoder takes 1500 positions (30 s of audio)`, HP_AT.nAudioCtx);
+  if (h.nTextCtx !== 448) throw bad(`n_text_ctx ${h.nTextCtx}: Whisper's decoder takes 448 positions`, HP_AT.nTextCtx);
+  if (h.nMels !== 80 && h.nMels !== 128) throw bad(`n_mels ${h.nMels}: Whisper uses 80 or 128 mel bands`, HP_AT.nMels);
+  if (h.nAudioState !== h.nTextState) throw bad(`n_audio_state ${h.nAudioState} ≠ n_text_state ${h.nTextState} (whisper.cpp asserts they are equal)`, HP_AT.nTextState);
   for (const [name, state, head, layer] of [["audio", h.nAudioState, h.nAudioHead, h.nAudioLayer], ["text", h.nTextState, h.nTextHead, h.nTextLayer]] as const) {
-    if (!(state >= 64 && state <= 4096)) throw bad(`n_${name}_state ${state} is outside 64 … 4096`);
-    if (!(head >= 1 && head <= 64) || state % head !== 0) throw bad(`n_${name}_head ${head} does not divide n_${name}_state ${state} (1 … 64 heads)`);
-    if (!(layer >= 1 && layer <= 64)) throw bad(`n_${name}_layer ${layer} is outside 1 … 64`);
+    const at = name === "audio" ? HP_AT.nAudioState : HP_AT.nTextState;
+    if (!(state >= 64 && state <= 4096)) throw bad(`n_${name}_state ${state} is outside 64 … 4096`, at);
+    if (!(head >= 1 && head <= 64) || state % head !== 0) throw bad(`n_${name}_head ${head} does not divide n_${name}_state ${state} (1 … 64 heads)`, at + 4);
+    if (!(layer >= 1 && layer <= 64)) throw bad(`n_${name}_layer ${layer} is outside 1 … 64`, at + 8);
   }
-  if (!(ftype in FTYPE_WTYPE)) throw bad(`ftype ${ftype} is not a type whisper.cpp reads`);
+  // A negative ftype stays negative under C's % (whisper.cpp then refuses it).
+  if (!(ftype in FTYPE_WTYPE)) throw bad(`ftype ${ftype} is not a type whisper.cpp reads`, HP_AT.ftype);
 }
 
 /**
@@ -201,7 +213,7 @@ export function scanWhisperModel(path: string): WhisperModelInfo {
       nVocab: hp[0], nAudioCtx: hp[1], nAudioState: hp[2], nAudioHead: hp[3], nAudioLayer: hp[4],
       nTextCtx: hp[5], nTextState: hp[6], nTextHead: hp[7], nTextLayer: hp[8], nMels: hp[9],
     };
-    const ftype = ((hp[10] % QNT_VERSION_FACTOR) + QNT_VERSION_FACTOR) % QNT_VERSION_FACTOR;
+    const ftype = hp[10] % QNT_VERSION_FACTOR; // C's %, as whisper.cpp computes it
     checkHparams(path, h, ftype);
     const wtype = FTYPE_WTYPE[ftype];
     let off = 48;
@@ -209,17 +221,30 @@ export function scanWhisperModel(path: string): WhisperModelInfo {
     if (nMel !== h.nMels || nFft !== 201) {
       throw new WhisperError("INVALID", `${path}: mel filters ${nMel} × ${nFft}, expected ${h.nMels} × 201 (n_fft 400)`, off);
     }
-    off += 8 + 4 * nMel * nFft;
+    off += 8;
+    if (off + 4 * nMel * nFft > r.size) throw new WhisperError("TRUNCATED", `${path}: the file ends inside the mel filters (${4 * nMel * nFft} bytes, ${r.size - off} left)`, off);
+    off += 4 * nMel * nFft;
+    const vocabAt = off;
+    let space = false;
     const [nStored] = r.i32s(off, 1, "the vocabulary count");
     if (!(nStored >= 1 && nStored <= h.nVocab)) throw new WhisperError("INVALID", `${path}: ${nStored} vocabulary entries for n_vocab ${h.nVocab}`, off);
     off += 4;
-    // Token lengths: read in chunks (51k small records).
+    // Token lengths, read through a 64 KiB window (51k small records; one read each took ~80 ms).
+    let win: Uint8Array = new Uint8Array(0), winAt = 0;
     for (let i = 0; i < nStored; i++) {
-      const len = new DataView(r.bytes(off, 4, `the length of token ${i}`).buffer).getUint32(0, true);
+      if (off + 4 > winAt + win.length) {
+        winAt = off;
+        win = r.bytes(off, Math.max(4, Math.min(VOCAB_WINDOW, r.size - off)), `the length of token ${i}`);
+      }
+      const p = off - winAt;
+      const len = (win[p] | (win[p + 1] << 8) | (win[p + 2] << 16) | (win[p + 3] << 24)) >>> 0;
       if (len > 1024) throw new WhisperError("INVALID", `${path}: token ${i} is ${len} bytes long (at most 1024)`, off);
+      if (len === 1 && !space && off + 5 <= r.size) space = (p + 4 < win.length ? win[p + 4] : r.bytes(off + 4, 1, `token ${i}`)[0]) === 0x20;
       off += 4 + len;
       if (off > r.size) throw new WhisperError("TRUNCATED", `${path}: the file ends inside token ${i}`, off - len);
     }
+    // whisper.cpp looks the token " " up with map::at on every window (suppress_blank): without it, std::terminate.
+    if (!space) throw new WhisperError("INVALID", `${path}: the vocabulary has no token " " (whisper.cpp needs it to suppress blank output)`, vocabAt);
     const want = expectedTensors(h, wtype);
     const tensors: WhisperTensorInfo[] = [];
     const seen = new Set<string>();

@@ -43,6 +43,10 @@ const BETA = 10;
 const MAX_PHASES = 4096;
 /** The highest input rate accepted (the filter grows with the rate). */
 export const MAX_SAMPLE_RATE = 1_000_000;
+/** The lowest input rate accepted: below it there is no speech to hear, and the output grows 16000/rate-fold. */
+export const MIN_SAMPLE_RATE = 1000;
+/** Filters kept for reuse (each rate's table is up to ~8 MB). */
+const MAX_CACHED_FILTERS = 4;
 
 /** The zeroth-order modified Bessel function of the first kind, by its power series. */
 function besselI0(x: number): number {
@@ -109,6 +113,7 @@ function filterFor(rate: number): Filter {
     for (let j = 0; j < taps; j++) table[p * taps + j] = row[j] / sum;
   }
   const f = { up, down, taps, phases, table };
+  if (filters.size >= MAX_CACHED_FILTERS) filters.delete(filters.keys().next().value!);
   filters.set(rate, f);
   return f;
 }
@@ -120,11 +125,14 @@ function filterFor(rate: number): Filter {
  * @param samples the audio at `sampleRate`
  * @param sampleRate its rate in Hz, a positive integer
  * @returns a new array at 16 kHz; at 16 kHz already, an exact copy
- * @throws {ArgumentError} when `sampleRate` is not an integer from 1 to {@linkcode MAX_SAMPLE_RATE}
+ * @throws {ArgumentError} when `sampleRate` is not an integer from {@linkcode MIN_SAMPLE_RATE} to {@linkcode MAX_SAMPLE_RATE}, or the result would pass 2^31 - 1 samples
  */
 export function resampleTo16k(samples: Float32Array, sampleRate: number): Float32Array {
-  if (!Number.isInteger(sampleRate) || sampleRate <= 0 || sampleRate > MAX_SAMPLE_RATE) {
-    throw new ArgumentError(`resampleTo16k: sampleRate must be an integer from 1 to ${MAX_SAMPLE_RATE} Hz, got ${sampleRate}`);
+  if (!Number.isInteger(sampleRate) || sampleRate < MIN_SAMPLE_RATE || sampleRate > MAX_SAMPLE_RATE) {
+    throw new ArgumentError(`resampleTo16k: sampleRate must be an integer from ${MIN_SAMPLE_RATE} to ${MAX_SAMPLE_RATE} Hz, got ${sampleRate}`);
+  }
+  if (Math.ceil((samples.length * WHISPER_SAMPLE_RATE) / sampleRate) > 2 ** 31 - 1) {
+    throw new ArgumentError(`resampleTo16k: ${samples.length} samples at ${sampleRate} Hz make more than 2^31 - 1 at 16 kHz (whisper.cpp's limit)`);
   }
   if (sampleRate === WHISPER_SAMPLE_RATE) return samples.slice();
   const { up, down, taps, phases, table } = filterFor(sampleRate);

@@ -27,7 +27,7 @@
  */
 import { readFileSync } from "node:fs";
 import { AudioError } from "../core/errors.ts";
-import { MAX_SAMPLE_RATE, resampleTo16k } from "./resample.ts";
+import { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, resampleTo16k, WHISPER_SAMPLE_RATE } from "./resample.ts";
 
 /** The error for a file that is not audio this reader takes; `at` is the byte offset of the offending field. */
 function bad(message: string, at?: number): AudioError {
@@ -238,12 +238,19 @@ export function downmix(samples: readonly Float32Array[]): Float32Array {
  *
  * @param input the file's bytes, or its path
  * @returns mono samples at 16 kHz
- * @throws {AudioError} as {@linkcode readWav} / {@linkcode readWavFile}, and for a rate above 1 MHz
+ * @throws {AudioError} as {@linkcode readWav} / {@linkcode readWavFile}, for a rate outside 1 kHz … 1 MHz, and for audio longer than 2^31 - 1 samples at 16 kHz (37 hours)
  */
 export function decodeWav16kMono(input: Uint8Array | string): Float32Array {
   const audio = typeof input === "string" ? readWavFile(input) : readWav(input);
   if (audio.sampleRate > MAX_SAMPLE_RATE) {
     throw bad(`a sample rate of ${audio.sampleRate} Hz is above the ${MAX_SAMPLE_RATE} Hz the resampler takes`);
+  }
+  if (audio.sampleRate < MIN_SAMPLE_RATE) {
+    throw bad(`a sample rate of ${audio.sampleRate} Hz is below the ${MIN_SAMPLE_RATE} Hz the resampler takes (no speech fits under 500 Hz)`);
+  }
+  const frames = audio.samples[0]?.length ?? 0;
+  if (Math.ceil((frames * WHISPER_SAMPLE_RATE) / audio.sampleRate) > 2 ** 31 - 1) {
+    throw bad(`${frames} frames at ${audio.sampleRate} Hz are more than 2^31 - 1 samples at 16 kHz (whisper.cpp's limit)`);
   }
   return resampleTo16k(downmix(audio.samples), audio.sampleRate);
 }

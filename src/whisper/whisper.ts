@@ -47,7 +47,7 @@ export interface TranscribeOptions {
   readonly language?: string;
   /** Translate into English; default false (multilingual models only). */
   readonly translate?: boolean;
-  /** Text that precedes the audio (names, spelling, style). */
+  /** Text that precedes the audio (names, spelling, style); at most 2048 characters. */
   readonly initialPrompt?: string;
   /** `"greedy"` (default) or `"beam"`. */
   readonly strategy?: "greedy" | "beam";
@@ -129,6 +129,7 @@ export interface Transcript {
 
 const POLL_MS = 25;
 const MAX_DECODERS = 8; // whisper.cpp's WHISPER_MAX_DECODERS
+const MAX_PROMPT = 2048;
 const decoder = new TextDecoder("utf-8", { fatal: false });
 
 let logRouted = false;
@@ -291,6 +292,10 @@ export class WhisperModel {
     if (typeof translate !== "boolean") throw new ArgumentError("transcribe: translate must be a boolean");
     if (translate && !this.multilingual) throw new ArgumentError("transcribe: translate needs a multilingual model");
     if (o.initialPrompt !== undefined && typeof o.initialPrompt !== "string") throw new ArgumentError("transcribe: initialPrompt must be a string");
+    // whisper.cpp keeps 224 prompt tokens; its tokenizer's regex grows ~cubically with a word's length and cannot be aborted.
+    if (o.initialPrompt !== undefined && o.initialPrompt.length > MAX_PROMPT) {
+      throw new ArgumentError(`transcribe: initialPrompt is ${o.initialPrompt.length} characters; at most ${MAX_PROMPT} (whisper.cpp keeps only its last 224 tokens)`);
+    }
     const beamSize = int("beamSize", o.beamSize ?? 5, 1, MAX_DECODERS);
     const bestOf = int("bestOf", o.bestOf ?? 5, 1, MAX_DECODERS);
     const temperature = num("temperature", o.temperature ?? 0, 0, 10);

@@ -7,10 +7,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { Buffer } from "node:buffer";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { ArgumentError, AudioError, BusyError, UseAfterFreeError } from "../../src/core/errors.ts";
+import { ArgumentError, AudioError, BusyError, UseAfterFreeError, WhisperError } from "../../src/core/errors.ts";
 import { decodeWav16kMono } from "../../src/whisper/wav.ts";
 import { type Transcript, WhisperModel } from "../../src/whisper/whisper.ts";
 import { speechFiles, speechMissing } from "../../scripts/speech.mjs";
@@ -179,10 +181,35 @@ test("bad audio and bad options are typed errors before whisper.cpp runs", { ski
     [{ strategy: "sample" }, /strategy must be "greedy" or "beam"/],
     [{ maxSegmentLength: -1 }, /maxSegmentLength/],
     [{ onSegment: 1 }, /onSegment must be a function/],
+    [{ initialPrompt: "a".repeat(2049) }, /initialPrompt is 2049 characters; at most 2048/],
   ] as const) {
     await assert.rejects(m.transcribe(ok, options as never), (e) => e instanceof ArgumentError && pattern.test((e as Error).message), JSON.stringify(options));
   }
   assert.equal(m.running, 0);
+});
+
+test("a vocabulary without the token \" \" (whisper.cpp's map::at would terminate the process) is refused by the file check", { skip }, async () => {
+  // The header, filters and vocabulary of the real model, with token " " (length 1, byte 0x20) made 0x01.
+  const head = readFileSync(model.path).subarray(0, 4 << 20);
+  const vocabAt = 48 + 8 + 80 * 201 * 4;
+  const at = Buffer.from(head).indexOf(Buffer.from([1, 0, 0, 0, 0x20]), vocabAt);
+  assert.ok(at > vocabAt, "the token is in the first 4 MiB");
+  const bad = new Uint8Array(head);
+  bad[at + 4] = 0x01;
+  const dir = mkdtempSync(join(tmpdir(), "wsp-whisper-blank-"));
+  try {
+    writeFileSync(join(dir, "m.bin"), bad);
+    await assert.rejects(WhisperModel.load(join(dir, "m.bin")), (e) => e instanceof WhisperError && e.reason === "INVALID" && /no token " "/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("an initial prompt steers the spelling; the prompt is not in the transcript", { skip }, async () => {
+  const clip = clips.find((c) => c.id === "names") ?? clips[0];
+  const t = await (await load()).transcribe(decodeWav16kMono(clip.path), { threads: THREADS, initialPrompt: "Marie Curie, Warsaw, Paris." });
+  assert.ok(!t.text.includes("Marie Curie, Warsaw, Paris."), t.text);
+  assert.ok(wordErrorRate(clip.reference, t.text).wer <= 0.2, t.text);
 });
 
 test("a callback that throws stops the run; the promise rejects with its error", { skip }, async () => {

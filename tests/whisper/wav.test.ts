@@ -120,6 +120,17 @@ for (const [name, bytes, message] of hostile) {
   });
 }
 
+test("decodeWav16kMono refuses a rate below 1 kHz (an 8 KB file at 1 Hz would be 64M samples at 16 kHz) with an AudioError, fast", () => {
+  const t0 = performance.now();
+  for (const rate of [1, 3, 999]) {
+    const bytes = wav([chunk("fmt ", fmt(1, 1, rate, 16)), chunk("data", Array(8000).fill(0))]);
+    assert.throws(() => decodeWav16kMono(bytes), (e: unknown) => e instanceof AudioError && /below the 1000 Hz/.test(e.message), `${rate} Hz`);
+  }
+  assert.equal(decodeWav16kMono(wav([chunk("fmt ", fmt(1, 1, 1000, 16)), chunk("data", Array(200).fill(0))])).length, 1600, "1 kHz is read");
+  assert.ok(performance.now() - t0 < 2000, "refused before resampling");
+  assert.throws(() => resampleTo16k(new Float32Array(4), 999), ArgumentError);
+});
+
 test("a missing file is an AudioError with the fs error as cause", () => {
   assert.throws(() => readWavFile(join(tmp, "nope.wav")), (e: unknown) => e instanceof AudioError && /cannot read .*nope\.wav/.test(e.message) && e.cause !== undefined);
   assert.throws(() => decodeWav16kMono(join(tmp, "nope.wav")), AudioError);
