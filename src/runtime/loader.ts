@@ -20,7 +20,10 @@
  * With the `probe` option (or `WSP_GGML_PROBE=1`) the chosen library is first
  * loaded and run in a child process, so that a binary that crashes on this
  * machine is reported as an error instead of taking the process down; the
- * verdict is cached per library file (see {@linkcode probeLibrary}).
+ * verdict is cached per library file (see {@linkcode probeLibrary}). Unless the
+ * probe is turned off (`WSP_GGML_PROBE=0`, `probe: false`), the Vulkan library's
+ * devices are counted in a child first, and with none it is not loaded here
+ * (see {@linkcode probeVulkan}).
  *
  * A place is a directory holding the base library (`libwsp-ggml.so`,
  * `libwsp-ggml.dylib`, `wsp-ggml.dll`) and the CPU backend variants
@@ -34,7 +37,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -70,6 +73,8 @@ export interface LoadOptions {
    * Load and run the library in a child process before loading it here
    * (default: `WSP_GGML_PROBE=1`, else off). A library that crashes the
    * child is reported with {@linkcode LibraryNotFoundError}; the verdict is cached.
+   * Unless this is false (or `WSP_GGML_PROBE=0`), the Vulkan library's devices are also
+   * counted in a child first ({@linkcode probeVulkan}): with none, it is not loaded here.
    */
   readonly probe?: boolean;
   /**
@@ -429,7 +434,11 @@ export function loadLibrary(options: LoadOptions = {}): Library {
   }
   // ggml reports a successful load at INFO level on stderr; keep only what deserves attention.
   for (const l of logs) if (l.level === LogLevel.WARN || l.level === LogLevel.ERROR) console.warn(l.text.trimEnd());
-  const vulkan = loadVulkan(lib, location, options.vulkan ?? process.env[VULKAN_ENV] !== "0");
+  // The Vulkan probe is on by default (it spares ~55 MiB of Mesa drivers where no device
+  // results); only an explicit probe: false / WSP_GGML_PROBE=0 turns it off.
+  const vulkanProbe = options.probe ?? process.env[PROBE_ENV] !== "0";
+  const variantKey = CPU_VARIANT.exec(cpuPath.split(/[\\/]/).pop() ?? "")?.[1];
+  const vulkan = loadVulkan(lib, location, options.vulkan ?? process.env[VULKAN_ENV] !== "0", vulkanProbe ? { explicit: probe, cpuVariant: variantKey } : undefined);
   loaded = { ...lib, ffi, location, cpuPath, cpuVariant, cpuReg, vulkan };
   return loaded;
 }
@@ -448,8 +457,13 @@ export function vulkanLibraryName(platform: string = process.platform): string {
  * WSP_GGML_VK_VISIBLE_DEVICES names them) registers none and is unregistered again: either way
  * only the CPU remains, ggml's messages are kept from stderr, and the reason is kept in
  * {@linkcode Library.vulkan} and printed at DEBUG level (when WSP_GGML_DEBUG is set).
+ *
+ * With `probe`, the device count comes from a child process first ({@linkcode probeVulkan}):
+ * creating a Vulkan instance maps the machine's drivers (Mesa's lavapipe alone is ~55 MiB of
+ * RSS), which stay mapped after an unregister, so a library that would give no device is not
+ * loaded here at all.
  */
-function loadVulkan(lib: WspGgml, location: LibraryLocation, enabled: boolean): VulkanStatus {
+function loadVulkan(lib: WspGgml, location: LibraryLocation, enabled: boolean, probe?: { explicit: boolean; cpuVariant?: string }): VulkanStatus {
   // Beside the base library, else (platform package) in the optional -vulkan package beside it.
   // From there its need for libwsp-ggml.so is met by the loaded base library: by soname (glibc),
   // by module name (Windows), or on musl by the short name the base got when the CPU variant,
@@ -457,29 +471,222 @@ function loadVulkan(lib: WspGgml, location: LibraryLocation, enabled: boolean): 
   const gpu = location.vulkanPackage;
   const beside = join(location.dir, vulkanLibraryName());
   const path = existsSync(beside) || !gpu?.dir ? beside : join(gpu.dir, vulkanLibraryName());
-  const skip = (p: string | null, why: string): VulkanStatus => {
-    if (process.env.WSP_GGML_DEBUG) console.debug(`wsp-ggml: DEBUG: Vulkan backend skipped: ${why}`);
-    return { path: p, reg: 0, skipped: why };
-  };
   if (!existsSync(path)) {
-    return skip(null, !gpu ? `no ${vulkanLibraryName()} in ${location.dir}` : gpu.dir === null
+    return vulkanSkipped(null, !gpu ? `no ${vulkanLibraryName()} in ${location.dir}` : gpu.dir === null
       ? `the optional GPU package ${gpu.name} is not installed (CPU only)`
       : `no ${vulkanLibraryName()} in ${gpu.dir} (${gpu.name})`);
   }
-  if (!enabled) return skip(path, `turned off (${VULKAN_ENV}=0 or vulkan: false)`);
-  if (libraryFileProblem(path) !== null) return skip(path, `${path} ${libraryFileProblem(path)}`);
+  if (!enabled) return vulkanSkipped(path, `turned off (${VULKAN_ENV}=0 or vulkan: false)`);
+  if (libraryFileProblem(path) !== null) return vulkanSkipped(path, `${path} ${libraryFileProblem(path)}`);
+  if (probe) {
+    const verdict = probeVulkan(location, path, probe);
+    if (verdict !== undefined && verdict.devices === 0) {
+      const how = verdict.cached ? "probed in a child process, cached" : "probed in a child process";
+      return vulkanSkipped(path, verdict.skipped === null || verdict.skipped.startsWith(NO_VULKAN_DEVICE)
+        ? `${NO_VULKAN_DEVICE} (${how}; ${CPU_TYPE_NOTE})`
+        : `${verdict.skipped} (${how})`);
+    }
+  }
+  return registerVulkan(lib, location.base, path);
+}
+
+const NO_VULKAN_DEVICE = "no Vulkan device";
+const CPU_TYPE_NOTE = "a CPU-type device such as lavapipe counts only when WSP_GGML_VK_VISIBLE_DEVICES names it";
+
+/** Records and, with WSP_GGML_DEBUG, prints why the Vulkan library was not registered. */
+function vulkanSkipped(path: string | null, why: string): VulkanStatus {
+  if (process.env.WSP_GGML_DEBUG) console.debug(`wsp-ggml: DEBUG: Vulkan backend skipped: ${why}`);
+  return { path, reg: 0, skipped: why };
+}
+
+/**
+ * Loads the Vulkan library at `path` into this process and registers it; unregisters it
+ * again when it gives no device. For the loader and its probe child only.
+ *
+ * @internal
+ * @ignore
+ */
+export function registerVulkan(lib: WspGgml, base: string, path: string): VulkanStatus {
   const pathC = cString(path);
-  const { result: reg, logs } = capturingLogs(lib, location.base, () => lib.symbols.wsp_ggml_backend_load(ffi.addressOf(pathC)));
+  const { result: reg, logs } = capturingLogs(lib, base, () => lib.symbols.wsp_ggml_backend_load(ffi.addressOf(pathC)));
   keepAlive(pathC);
   if (reg === 0) {
     const said = logs.map((l) => l.text.trim()).filter(Boolean).join("; ");
-    return skip(path, `it could not be loaded (no Vulkan loader, ${process.platform === "win32" ? "vulkan-1.dll" : "libvulkan.so.1"}, or no Vulkan driver)${said ? `: ${said}` : ""}`);
+    return vulkanSkipped(path, `it could not be loaded (no Vulkan loader, ${process.platform === "win32" ? "vulkan-1.dll" : "libvulkan.so.1"}, or no Vulkan driver)${said ? `: ${said}` : ""}`);
   }
   if (Number(lib.symbols.wsp_ggml_backend_reg_dev_count(reg)) === 0) {
-    capturingLogs(lib, location.base, () => lib.symbols.wsp_ggml_backend_unload(reg)); // its INFO line is no news
-    return skip(path, "no Vulkan device (a CPU-type device such as lavapipe counts only when WSP_GGML_VK_VISIBLE_DEVICES names it)");
+    capturingLogs(lib, base, () => lib.symbols.wsp_ggml_backend_unload(reg)); // its INFO line is no news
+    return vulkanSkipped(path, `${NO_VULKAN_DEVICE} (${CPU_TYPE_NOTE})`);
   }
   return { path, reg, skipped: null };
+}
+
+/** The outcome of {@linkcode probeVulkan}. */
+export interface VulkanProbeVerdict {
+  /** How many devices ggml-vulkan registered in the child (0 when it could not be loaded or the child failed). */
+  readonly devices: number;
+  /** Why there are none, as the child (or its failure) told it; null when there are some or the child said nothing. */
+  readonly skipped: string | null;
+  /** Whether the verdict came from the cache. */
+  readonly cached: boolean;
+}
+
+// Environment variables that change which Vulkan driver and devices a process sees: ggml-vulkan's
+// own (WSP_GGML_VK_VISIBLE_DEVICES; upstream's GGML_VK_* for a library built without the prefix),
+// the Vulkan loader's (VK_ICD_FILENAMES, VK_DRIVER_FILES, VK_LOADER_*, …), Mesa's, and the search paths.
+const VULKAN_ENV_NAMES = /^(?:WSP_)?GGML_VK_|^VK_|^MESA_|^LD_LIBRARY_PATH$|^XDG_(?:DATA|CONFIG)_(?:DIRS|HOME)$/;
+
+/**
+ * What a Vulkan device count depends on besides the library and the environment, cheaply: on
+ * Linux, the GPU device nodes (`/dev/dri/*`, NVIDIA's and WSL's nodes in `/dev`; Deno reads them
+ * only with --allow-all), the Vulkan driver manifests (names, sizes, modification times) in the
+ * loader's standard ICD folders, and the dynamic linker's cache (which ldconfig rewrites when a
+ * driver or loader is installed).
+ * Elsewhere nothing: the key is the library and the environment alone.
+ */
+function vulkanMachineSignature(env: Readonly<Record<string, string | undefined>>): unknown[] {
+  if (process.platform !== "linux") return [];
+  const out: unknown[] = [];
+  const list = (dir: string, keep: (name: string) => boolean = () => true) => {
+    try {
+      const names = readdirSync(dir).filter(keep).sort();
+      out.push([dir, names.map((n) => {
+        try {
+          const st = statSync(join(dir, n));
+          return [n, st.size, st.mtimeMs, st.rdev];
+        } catch {
+          return [n];
+        }
+      })]);
+    } catch (e) {
+      // Deno asks --allow-all for /dev: without it the key keeps the manifests and ld.so.cache only.
+      out.push([dir, permissionError(e) ? "not allowed" : null]);
+    }
+  };
+  list("/dev/dri");
+  list("/dev", (n) => /^(?:nvidia|dxg|kfd)/.test(n));
+  const home = env.HOME ?? ""; // what the Vulkan loader reads (homedir() needs Deno's --allow-sys)
+  const config = [env.XDG_CONFIG_HOME || join(home, ".config"), ...(env.XDG_CONFIG_DIRS || "/etc/xdg").split(":"), "/etc"];
+  const data = [env.XDG_DATA_HOME || join(home, ".local", "share"), ...(env.XDG_DATA_DIRS || "/usr/local/share:/usr/share").split(":")];
+  for (const dir of new Set([...config, ...data].filter(Boolean))) list(join(dir, "vulkan", "icd.d"));
+  try {
+    out.push(["ld.so.cache", statSync("/etc/ld.so.cache").mtimeMs]);
+  } catch { /* absent (musl), or not allowed */ }
+  return out;
+}
+
+const VULKAN_PROBE_TIMEOUT_MS = 60_000;
+const PROBE_CRASHED = "the Vulkan probe process";
+
+/**
+ * Counts the devices the Vulkan library at `path` gives, in a child process of the same
+ * runtime (`probe_child` with the Vulkan library as third argument), so that a machine
+ * without a GPU does not map its Vulkan drivers into this process for nothing; a driver that
+ * crashes or hangs kills only the child (Vulkan is then skipped, with the child's output as
+ * the reason).
+ *
+ * Verdicts are cached on disk in {@linkcode probeCacheDir} (`vulkan-probe-<key>.json`), keyed by
+ * the Vulkan and base libraries' paths, sizes and modification times, the environment variables
+ * that change the device list, and on Linux the GPU device nodes, the Vulkan driver manifests
+ * and the dynamic linker's cache ({@linkcode vulkanMachineSignature}); a timed-out child is not
+ * cached. Returns undefined when no child can be run (a compiled executable, Deno without
+ * `--allow-run` unless the probe was asked for explicitly, which is a {@linkcode PermissionError}
+ * then; a key that cannot be computed): the caller then loads the library in-process as before.
+ */
+export function probeVulkan(location: LibraryLocation, path: string, options: { explicit?: boolean; cpuVariant?: string } = {}): VulkanProbeVerdict | undefined {
+  const debug = (why: string) => {
+    if (process.env.WSP_GGML_DEBUG) console.debug(`wsp-ggml: DEBUG: Vulkan probe not run (${why}); loading ${path} in this process`);
+  };
+  const here = fileURLToPath(import.meta.url);
+  const script = join(dirname(here), "..", "ffi", `probe_child${here.endsWith(".ts") ? ".ts" : ".js"}`);
+  let cacheFile: string;
+  try {
+    const env = process.env;
+    const vars = Object.keys(env).filter((k) => VULKAN_ENV_NAMES.test(k)).sort().map((k) => [k, env[k]]);
+    const identity = [path, location.base].map((f) => {
+      const st = statSync(f);
+      return [f, st.size, st.mtimeMs];
+    });
+    const key = createHash("sha256")
+      .update(JSON.stringify(["vulkan-probe-1", identity, vars, vulkanMachineSignature(env), process.platform, process.arch]))
+      .digest("hex").slice(0, 32);
+    cacheFile = join(probeCacheDir(), `vulkan-probe-${key}.json`);
+  } catch (e) {
+    // Deno with a narrower --allow-env / --allow-read / --allow-sys than this needs: no key, no probe.
+    if (options.explicit && permissionError(e)) throw permissionError(e);
+    debug(`its cache key could not be computed: ${(e as Error)?.message ?? e}`);
+    return undefined;
+  }
+  try {
+    const v = JSON.parse(readFileSync(cacheFile, "utf8")) as VulkanProbeVerdict;
+    if (typeof v.devices === "number") {
+      // A remembered crash still costs the GPU: say so on every start, not only the first.
+      if (v.skipped?.startsWith(PROBE_CRASHED)) console.warn(`wsp-ggml: ${path} was not loaded: ${v.skipped} (cached)`);
+      return { devices: v.devices, skipped: v.skipped ?? null, cached: true };
+    }
+  } catch { /* not cached yet */ }
+  if (!existsSync(script)) {
+    debug(`no probe script at ${script}, e.g. in a compiled executable`);
+    return undefined;
+  }
+  const [cmd, args] = childCommand(script, [location.base, options.cpuVariant ?? "", path]);
+  if (!ffi.mayRun(cmd)) {
+    if (options.explicit) {
+      throw new PermissionError(
+        `wsp-ggml: the probe of ${path} runs it in a child process (${cmd}), which the runtime did not allow. Run it with --allow-run (or turn the probe off: ${PROBE_ENV}=0, or probe: false).`,
+        "--allow-run",
+      );
+    }
+    debug("the runtime does not allow running a child process (Deno without --allow-run)");
+    return undefined;
+  }
+  const env: Record<string, string | undefined> = { ...process.env, [PROBE_ENV]: "0" };
+  delete env.NODE_TEST_CONTEXT;
+  const r = spawnSync(cmd, args, { encoding: "utf8", env: env as Record<string, string>, timeout: VULKAN_PROBE_TIMEOUT_MS, stdio: ["ignore", "pipe", "pipe"] });
+  if (r.status === undefined && r.signal === undefined && !r.error) {
+    debug("the child process did not start");
+    return undefined;
+  }
+  const timedOut = (r.error as { code?: string } | undefined)?.code === "ETIMEDOUT";
+  if (r.error && !timedOut) {
+    debug(r.error.message);
+    return undefined;
+  }
+  let answer: { ok?: boolean; vulkan?: { devices?: number; skipped?: string | null } } = {};
+  try {
+    answer = JSON.parse((r.stdout ?? "").trim().split("\n").pop() ?? "");
+  } catch { /* the child died before answering */ }
+  const answered = r.status === 0 && answer.ok === true && typeof answer.vulkan?.devices === "number";
+  // A native crash: a signal, or on Windows an NTSTATUS exit code (0xC0000005, …).
+  const crashed = r.signal !== null || (r.status ?? 0) >= 0xc0000000;
+  const err = (r.stderr ?? "").trim().split("\n").slice(-4).join("; ");
+  if (!answered && !crashed && !timedOut) {
+    // The child failed in JS (not in a driver): no verdict on Vulkan; load it here as before.
+    console.warn(`wsp-ggml: the Vulkan probe process exited with code ${r.status}${err ? `: ${err}` : ""}; loading ${path} in this process (${PROBE_ENV}=0 skips the probe)`);
+    return undefined;
+  }
+  // A fault recurs: cached. A timeout or a kill (a busy machine, the OOM killer; Bun reports its
+  // timeout as SIGTERM alone) may not: probed again next time.
+  const fault = !timedOut && (r.signal === null || /^SIG(?:SEGV|BUS|ILL|ABRT|FPE|TRAP|SYS)$/.test(r.signal));
+  let verdict: VulkanProbeVerdict;
+  if (answered) {
+    verdict = { devices: answer.vulkan!.devices!, skipped: answer.vulkan!.devices! > 0 ? null : answer.vulkan!.skipped ?? null, cached: false };
+  } else {
+    // What would have taken this process down: skip Vulkan, say why, keep the CPU.
+    const how = timedOut ? `timed out after ${VULKAN_PROBE_TIMEOUT_MS / 1000} s` : r.signal ? `was killed by ${r.signal}` : `exited with code ${r.status}`;
+    verdict = { devices: 0, skipped: `${PROBE_CRASHED} ${how}${err ? `: ${err}` : ""}${fault ? `; delete ${cacheFile} to probe again` : ""}`, cached: false };
+    console.warn(`wsp-ggml: ${path} was not loaded: ${verdict.skipped}`);
+  }
+  if (fault) {
+    try {
+      // Written whole, then renamed: processes starting together never read half a verdict.
+      mkdirSync(dirname(cacheFile), { recursive: true });
+      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify({ devices: verdict.devices, skipped: verdict.skipped }));
+      renameSync(tmp, cacheFile);
+    } catch { /* an unwritable cache only costs a probe next time */ }
+  }
+  return verdict;
 }
 
 /**
@@ -646,8 +853,15 @@ export function probeCacheDir(env: Readonly<Record<string, string | undefined>> 
 function childCommand(script: string, args: string[]): [string, string[]] {
   if (ffi.runtime === "deno") return [process.execPath, ["run", "--allow-ffi", "--allow-read", "--allow-env", "--no-prompt", script, ...args]];
   if (ffi.runtime === "bun") return [process.execPath, [script, ...args]];
-  // Keep loaders such as `--import tsx`; drop what would make the child a test runner or debugger.
-  const keep = process.execArgv.filter((a) => !/^--(test|inspect|watch|eval|print)|^-[ep]$/.test(a));
+  // Keep loaders such as `--import tsx`; drop what would make the child a test runner or
+  // debugger, and `node -e CODE`'s code (with its --input-type, which a script file refuses).
+  const keep: string[] = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (/^(?:-[ep]|--eval|--print)$/.test(a)) i++;
+    else if (!/^--(?:test|inspect|watch|eval|print|input-type)/.test(a)) keep.push(a);
+  }
   return [process.execPath, [...keep, script, ...args]];
 }
 
