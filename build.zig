@@ -7,6 +7,8 @@
 //!   zig build bench           the C benchmark driver (bench/driver.c) → zig-out/bin/wsp-bench
 //!   zig build smoke-dist      smoke binaries for every target → zig-out/smoke/<target>/ (for qemu / wine)
 //!   zig build whisper-driver  the C whisper driver (native/whisper/driver.c) → zig-out/bin/wsp-whisper-driver
+//!   zig build rpc-upstream    llama.cpp's rpc-server (second pin) → zig-out/bin/wsp-rpc-server-upstream
+//!   zig build rpc-client      the C RPC client (native/rpc/client.c) → zig-out/bin/wsp-rpc-client
 //!
 //! Layout of one target folder:
 //!   libwsp-ggml.so | libwsp-ggml.dylib | wsp-ggml.dll     ggml core, alloc, backend registry, gguf, opt
@@ -212,6 +214,22 @@ pub fn build(b: *std.Build) !void {
     const wd_step = b.step("whisper-driver", "Build the C whisper driver (native/whisper/driver.c) into zig-out/bin/");
     wd_step.dependOn(&b.addInstallArtifact(wd_exe, .{}).step);
     wd_step.dependOn(b.getInstallStep());
+
+    // zig build rpc-upstream / rpc-client: the interop peers of tests/rpc_interop.test.ts —
+    // llama.cpp's own rpc-server program (second pin, vendor/llama-tools/) and a small C client —
+    // linked against the host base library, which loads the CPU variants from ../lib.
+    const rpc_up_step = b.step("rpc-upstream", "llama.cpp's rpc-server (native/rpc/upstream_server.cpp) into zig-out/bin/wsp-rpc-server-upstream");
+    if (pathExists(b, "vendor/llama-tools/rpc/rpc-server.cpp")) {
+        const up = rpcPeer(b, target, opts.optimize, host.base, "wsp-rpc-server-upstream", "native/rpc/upstream_server.cpp");
+        up.root_module.addIncludePath(b.path("vendor/llama-tools"));
+        rpc_up_step.dependOn(&b.addInstallArtifact(up, .{}).step);
+    } else {
+        rpc_up_step.dependOn(&b.addFail("vendor/llama-tools/rpc/rpc-server.cpp is missing: run `node scripts/vendor.mjs`").step);
+    }
+    rpc_up_step.dependOn(b.getInstallStep());
+    const rpc_client_step = b.step("rpc-client", "The C RPC client (native/rpc/client.c) into zig-out/bin/wsp-rpc-client");
+    rpc_client_step.dependOn(&b.addInstallArtifact(rpcPeer(b, target, opts.optimize, host.base, "wsp-rpc-client", "native/rpc/client.c"), .{}).step);
+    rpc_client_step.dependOn(b.getInstallStep());
 
     // zig build dist / smoke-dist: every release target, cross-compiled from this machine.
     const dist = b.step("dist", "Cross-compile every release target into zig-out/dist/<target>/");
@@ -624,6 +642,22 @@ fn checkZigVersion(b: *std.Build) !void {
         std.debug.print("error: this project builds with zig {f} exactly, this is zig {f}: run `node scripts/zig.mjs build …` (it installs the pinned zig)\n", .{ want, have });
         return error.WrongZigVersion;
     }
+}
+
+/// A host program of native/rpc/ (one C or C++ source) linked against the base library, which it
+/// finds in ../lib by rpath (zig-out/bin/ beside zig-out/lib/).
+fn rpcPeer(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode, base: *std.Build.Step.Compile, name: []const u8, source: []const u8) *std.Build.Step.Compile {
+    const mod = b.createModule(.{ .target = target, .optimize = optimize, .strip = optimize != .Debug, .link_libc = true, .link_libcpp = std.mem.endsWith(u8, source, ".cpp") });
+    addCommon(b, mod, target.result.os.tag);
+    const flags: []const []const u8 = if (std.mem.endsWith(u8, source, ".cpp")) &common_cxx_flags else &common_c_flags;
+    mod.addCSourceFile(.{ .file = b.path(source), .flags = flags });
+    mod.linkLibrary(base);
+    switch (target.result.os.tag) {
+        .linux => mod.addRPathSpecial("$ORIGIN/../lib"),
+        .macos => mod.addRPathSpecial("@loader_path/../lib"),
+        else => {},
+    }
+    return b.addExecutable(.{ .name = name, .root_module = mod });
 }
 
 /// A shared library of bench/ (one C source, linked against the host base library, which it

@@ -1,5 +1,6 @@
 // The second pin: what whisper.rn leaves out of ggml (llamafile's CPU matmul, the RPC backend,
-// Metal's shader source, the Vulkan backend and its shaders), taken from the llama.cpp git
+// Metal's shader source, the Vulkan backend and its shaders; and llama.cpp's rpc-server tool, an
+// interop peer for the tests), taken from the llama.cpp git
 // bundle that the npm package node-llama-cpp ships (llama/gitRelease.bundle), renamed the way
 // whisper.rn renames its copy, checked against vendor/manifest.json's "second" section and
 // laid out beside the whisper.rn files under vendor/ggml/ (ignored by git).
@@ -25,6 +26,9 @@ export function secondPinFiles(treeFiles) {
   put("ggml/include/ggml-rpc.h", "ggml-rpc.h");
   put("ggml/src/ggml-metal/ggml-metal.metal", "ggml-metal/ggml-metal.metal");
   put("ggml/include/ggml-vulkan.h", "ggml-vulkan.h");
+  // llama.cpp's rpc-server program, built only as an interop peer (zig build rpc-upstream); laid
+  // out beside vendor/ggml/ (placeOf), where ggml's inventories (codegen/asserts.ts) do not read it.
+  put("tools/rpc/rpc-server.cpp", "tools/rpc/rpc-server.cpp");
   for (const f of treeFiles) {
     if (f.startsWith("ggml/src/ggml-vulkan/") && !f.endsWith("CMakeLists.txt") && !f.includes("/cmake/")) {
       put(f, f.slice("ggml/src/".length));
@@ -52,6 +56,20 @@ export function wspRename(text) {
 /** Shaders (GLSL) and the host-side shader generator keep upstream's names. */
 export function isRenamed(to) {
   return !/\.(comp|glsl)$/.test(to) && !to.endsWith("vulkan-shaders-gen.cpp");
+}
+
+/**
+ * Where a laid-out file goes: llama.cpp's tools/ into vendor/llama-tools/ (beside outDir, which
+ * its own .gitignore keeps out of git), everything else under outDir.
+ */
+export function placeOf(outDir, f) {
+  return f.startsWith("tools/") ? path.join(outDir, "..", "llama-" + f) : path.join(outDir, f);
+}
+
+function ignoreFolder(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const p = path.join(dir, ".gitignore");
+  if (!fs.existsSync(p)) fs.writeFileSync(p, "# laid out by scripts/vendor.mjs (second pin), never committed\n*\n");
 }
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
@@ -114,17 +132,18 @@ function renamedFiles(root, pin, fail) {
 /**
  * Lays out (or with `check`, only verifies) the second pin under `outDir`. Files already in
  * place with the manifest's hash are not read again, so a laid-out tree needs no network.
- * Returns the laid-out paths (relative to outDir), for the caller's clean-up of stale files.
+ * Returns the manifest keys of the laid-out files (placeOf says where each is), for the caller's
+ * clean-up of stale files under outDir.
  */
 export function layOutSecondPin({ root, outDir, manifest, check = false, fail }) {
   const pin = manifest.second;
   const want = Object.keys(pin.files);
   const stale = want.filter((f) => {
-    const p = path.join(outDir, f);
+    const p = placeOf(outDir, f);
     return !fs.existsSync(p) || sha256(fs.readFileSync(p)) !== pin.files[f];
   });
   if (stale.length === 0) {
-    console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml`);
+    console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml and vendor/llama-tools`);
     return want;
   }
   if (check) fail(`${stale.length} files of the second pin are missing or differ (first: ${stale[0]}); run \`node scripts/vendor.mjs\``);
@@ -135,10 +154,12 @@ export function layOutSecondPin({ root, outDir, manifest, check = false, fail })
   for (const f of stale) {
     const h = sha256(files.get(f));
     if (h !== pin.files[f]) fail(`${f} (renamed from the bundle): sha256 ${h} does not match the manifest (${pin.files[f]})`);
-    fs.mkdirSync(path.dirname(path.join(outDir, f)), { recursive: true });
-    fs.writeFileSync(path.join(outDir, f), files.get(f));
+    const p = placeOf(outDir, f);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    if (f.startsWith("tools/")) ignoreFolder(path.join(outDir, "..", "llama-tools"));
+    fs.writeFileSync(p, files.get(f));
   }
-  console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml (${stale.length} written)`);
+  console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml and vendor/llama-tools (${stale.length} written)`);
   return want;
 }
 

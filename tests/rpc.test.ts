@@ -24,6 +24,7 @@ import {
   rpcDevice, rpcDeviceMemory, rpcFaultCount, rpcGuard, RpcServer, Sched, setRpcTimeout, type Tensor, tensorGet, tensorSet, Type,
 } from "../src/mod.ts";
 import { root } from "./run.ts";
+import { createRng } from "../src/llm/sampler.ts";
 
 const g = globalThis as { Deno?: unknown; Bun?: unknown };
 const runtimeArgs = (file: string, argv: readonly string[]) =>
@@ -86,19 +87,9 @@ async function liar(...argv: string[]): Promise<Child & { endpoint: string }> {
   return { ...c, endpoint: `127.0.0.1:${/\d+/.exec(c.line)![0]}` };
 }
 
-function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const IN = 16, HIDDEN = 32, OUT = 8, BATCH = 8;
-const rand = seeded(7);
+const rand = createRng(7);
 const values = (n: number) => Float32Array.from({ length: n }, () => rand() * 2 - 1);
 const WEIGHTS = { w1: values(IN * HIDDEN), b1: values(HIDDEN), w2: values(HIDDEN * HIDDEN), b2: values(HIDDEN), w3: values(HIDDEN * OUT), b3: values(OUT) };
 const X = values(IN * BATCH);
@@ -410,7 +401,7 @@ describe("RPC server fuzz", () => {
     const total = Number(process.env.WSP_GGML_RPC_FUZZ_MESSAGES ?? 10_000);
     const server = await cliServer();
     const port = Number(server.endpoint.split(":")[1]);
-    const r = seeded(Number(process.env.WSP_GGML_RPC_FUZZ_SEED ?? 26));
+    const r = createRng(Number(process.env.WSP_GGML_RPC_FUZZ_SEED ?? 26));
     const int = (n: number) => Math.floor(r() * n);
     const bytes = (n: number) => Uint8Array.from({ length: n }, () => int(256));
     const hello = async (c: Raw) => {

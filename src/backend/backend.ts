@@ -514,6 +514,19 @@ export function _setComputeFaultHook(hook: (e: ComputeError) => Error | undefine
   computeFaultHook = hook;
 }
 
+let rpcFactory: ((endpoint: string) => Backend) | undefined;
+
+/**
+ * @ignore @internal Installed by the RPC module (src/rpc/rpc.ts) when it loads, so that
+ * {@linkcode Backend.rpc} works without backend.ts importing it (rpc.ts imports backend.ts).
+ * Returns the factory it replaces.
+ */
+export function _setRpcBackendFactory(factory: ((endpoint: string) => Backend) | undefined): ((endpoint: string) => Backend) | undefined {
+  const before = rpcFactory;
+  rpcFactory = factory;
+  return before;
+}
+
 /** Options of {@linkcode Backend.cpu}. */
 export interface CpuBackendOptions {
   /** Threads (1 … 512); default 4. */
@@ -525,7 +538,7 @@ export interface CpuBackendOptions {
 /**
  * A backend instance (`wsp_ggml_backend_t`): computes graphs whose tensors
  * are in buffers it can use. Create one with {@linkcode Backend.cpu},
- * {@linkcode Backend.initByName}, {@linkcode Backend.initByType},
+ * {@linkcode Backend.initByName}, {@linkcode Backend.initByType}, {@linkcode Backend.rpc},
  * {@linkcode Backend.initBest} or {@linkcode Device.init}; free it with
  * `free()` (or `using`).
  */
@@ -613,6 +626,21 @@ export class Backend {
       return b;
     }
     return dev.init();
+  }
+
+  /**
+   * A backend that computes on the RPC server at `endpoint` (`"host:port"`):
+   * the same as `rpcBackend(endpoint)` (see it for the connection, the
+   * protocol check and faults). The protocol has no authentication: connect
+   * only to servers on this machine, a private network or an SSH tunnel.
+   *
+   * @throws {GgmlError} (`UNSUPPORTED`) when the RPC module is not loaded (the package's main entry loads it)
+   * @throws {ArgumentError} for a malformed endpoint
+   * @throws {RpcError} when the server cannot be reached, speaks another protocol version, or answers malformed data
+   */
+  static rpc(endpoint: string): Backend {
+    if (!rpcFactory) throw new GgmlError("UNSUPPORTED", "Backend.rpc: the RPC module is not loaded; import the package's main entry (or its src/rpc/rpc.ts), which installs it");
+    return rpcFactory(endpoint);
   }
 
   /** The best backend there is: a GPU, else an integrated GPU, else the CPU (`wsp_ggml_backend_init_best`). */

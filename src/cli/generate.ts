@@ -8,10 +8,11 @@
  */
 import { availableParallelism } from "node:os";
 import process from "node:process";
-import { readGguf, systemInfo } from "../mod.ts";
+import { Backend, readGguf, systemInfo } from "../mod.ts";
 import { defaultCacheDir, ensureModel, MODEL_CACHE_ENV, progressReporter } from "../llm/fetch.ts";
 import { generate, type GenerateStats, peakRss } from "../llm/generate.ts";
-import { GemmaModel } from "../llm/model.ts";
+import { readHparams } from "../llm/hparams.ts";
+import { evenLayers, GemmaModel } from "../llm/model.ts";
 import { SAMPLER_DEFAULTS } from "../llm/sampler.ts";
 import { Tokenizer } from "../llm/tokenizer.ts";
 import { type Command, EXIT_CODES_HELP, EXIT_OK, intAtLeast, numberOption, parse, UsageError, warn } from "./common.ts";
@@ -47,6 +48,12 @@ load and speed figures to stderr.
   --device D           auto (a GPU if there is one, else the CPU; WSP_GGML_DEVICE overrides it),
                        cpu, gpu, or a device's name from \`wsp-ggml info\` (default auto)
   --ctx N              KV cache positions (default 2048)
+  --rpc HOST:PORT[,HOST:PORT…]
+                       also compute on these RPC servers (\`wsp-ggml rpc-server\`, llama.cpp's
+                       rpc-server): the layers are split evenly, in order, between this
+                       machine (the first group, with the embedding and output) and each
+                       server. The protocol has no authentication: use servers on this
+                       machine, a private network or an SSH tunnel
   --echo               print the prompt before the generated text
   --json               instead of the text, one JSON line: {prompt, promptIds, ids, text, stop,
                        promptTokens, promptMs, promptTps, generatedTokens, generateMs,
@@ -81,6 +88,8 @@ export interface GenerateCliOptions {
   readonly ctx: number;
   /** A GGUF file instead of the fetched model. */
   readonly model: string | undefined;
+  /** RPC servers (`host:port`) that hold the later groups of layers; empty: none. */
+  readonly rpc: readonly string[];
   /** Print the prompt before the text. */
   readonly echo: boolean;
   /** One JSON line instead of the text. */
@@ -99,6 +108,7 @@ const OPTIONS = {
   threads: { type: "string" },
   device: { type: "string" },
   ctx: { type: "string" },
+  rpc: { type: "string" },
   echo: { type: "boolean" },
   json: { type: "boolean" },
 } as const;
@@ -113,6 +123,8 @@ export function parseGenerateOptions(argv: string[]): GenerateCliOptions | undef
   if (v.help) return undefined;
   if (v.prompt === undefined) throw new UsageError("--prompt TEXT is required");
   if (v.model === "") throw new UsageError("--model needs a file");
+  const rpc = v.rpc === undefined ? [] : v.rpc.split(",");
+  for (const e of rpc) if (!/^[^:\s]+:\d{1,5}$/.test(e) || Number(e.split(":")[1]) < 1 || Number(e.split(":")[1]) > 65535) throw new UsageError(`--rpc: expected HOST:PORT[,HOST:PORT…], got ${JSON.stringify(v.rpc)}`);
   const temp = numberOption("temp", v.temp, SAMPLER_DEFAULTS.temperature, (x) => x >= 0 && x < Infinity, "a number ≥ 0");
   return {
     prompt: v.prompt,
@@ -126,6 +138,7 @@ export function parseGenerateOptions(argv: string[]): GenerateCliOptions | undef
     device: v.device ?? "auto",
     ctx: numberOption("ctx", v.ctx, 2048, intAtLeast(16), "an integer ≥ 16"),
     model: v.model,
+    rpc,
     echo: v.echo ?? false,
     json: v.json ?? false,
   };
@@ -137,10 +150,14 @@ export async function runGenerate(o: GenerateCliOptions): Promise<number> {
   const path = o.model ?? await ensureModel({ cacheDir: defaultCacheDir(), onProgress: progressReporter() });
   const file = readGguf(path);
   const tokenizer = Tokenizer.fromGguf(file);
-  using model = GemmaModel.fromGguf(file, { threads: o.threads, nCtx: o.ctx, device: o.device });
+  // The RPC backends outlive the model (freed after it, in reverse order of `using`).
+  using remotes = new RpcBackends(o.rpc);
+  const split = remotes.items.length === 0 ? undefined : { backends: remotes.items, layers: evenLayers(readHparams(file).nLayer, remotes.items.length + 1).slice(1) };
+  using model = GemmaModel.fromGguf(file, { threads: o.threads, nCtx: o.ctx, device: o.device, split });
   const info = systemInfo();
   const hp = model.hparams;
   warn(`wsp-ggml ${info.version} on ${info.runtime.name} ${info.runtime.version}, CPU variant ${info.cpuVariant.name}, ${o.threads} thread(s); device ${model.backends.map((b) => b.name).join(" + ")}`);
+  if (split) warn(`layers: ${placement(model)}`);
   warn(`model: ${path} (${hp.nLayer} layers, ${hp.nEmbd} wide, ${hp.nVocab} tokens), loaded in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
 
   const gen = generate(model, tokenizer, o.prompt, {
@@ -170,6 +187,33 @@ export async function runGenerate(o: GenerateCliOptions): Promise<number> {
     }) + "\n");
   }
   return EXIT_OK;
+}
+
+/** A backend per RPC server, freed together (those connected before a failure too). */
+class RpcBackends {
+  readonly items: Backend[] = [];
+  constructor(endpoints: readonly string[]) {
+    try {
+      for (const e of endpoints) this.items.push(Backend.rpc(e));
+    } catch (e) {
+      this[Symbol.dispose]();
+      throw e;
+    }
+  }
+  [Symbol.dispose](): void {
+    for (const b of this.items.splice(0).reverse()) b.free();
+  }
+}
+
+/** "0-5 CPU, 6-11 RPC[…]": the layers of each backend, as ranges. */
+function placement(model: GemmaModel): string {
+  const out: string[] = [];
+  model.layerBackends.forEach((b, il) => {
+    const prev = il > 0 ? model.layerBackends[il - 1] : undefined;
+    if (b === prev) out[out.length - 1] = out[out.length - 1].replace(/^(\d+)(-\d+)? /, `$1-${il} `);
+    else out.push(`${il} ${b.name}`);
+  });
+  return out.join(", ");
 }
 
 /** The `generate` subcommand. */

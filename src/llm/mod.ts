@@ -54,7 +54,7 @@ export {
   type TokenizerLike,
 } from "./generate.ts";
 export { ARCH, DEFAULT_ROPE_BASE_SWA, DEFAULT_SWA_PATTERN, type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
-export { type ForwardOptions, type ForwardStats, GemmaModel, KV_PAD, type ModelOptions } from "./model.ts";
+export { evenLayers, type ForwardOptions, type ForwardStats, GemmaModel, KV_PAD, type LayerSplit, type ModelOptions } from "./model.ts";
 export {
   applyRepetitionPenalty,
   argmax,

@@ -2,7 +2,10 @@
  * Gemma 3 in ggml through the public API: the weights in one backend buffer
  * read straight from the GGUF file, a KV cache in another, and the forward
  * graph computed by the scheduler ({@linkcode Sched}) — so the same code
- * would run on any backend the scheduler is given.
+ * would run on any backend the scheduler is given. With a
+ * {@linkcode LayerSplit}, groups of layers (their weights and KV cache) live
+ * on other backends, such as RPC servers, and the scheduler runs each layer
+ * where its weights are.
  *
  * One graph is built per (tokens in the batch, attended positions rounded
  * up to {@linkcode KV_PAD}, logits of every row or of the last) and kept:
@@ -85,6 +88,49 @@ export interface ModelOptions {
    * else on a CPU backend the model makes.
    */
   readonly backend?: Backend;
+  /**
+   * Layers placed on other backends (see {@linkcode LayerSplit}); default
+   * none: every layer on the model's backend.
+   */
+  readonly split?: LayerSplit;
+}
+
+/**
+ * Where transformer layers go when not on the model's own backend (option
+ * `split` of {@linkcode GemmaModel.load}): `layers[i]` lists the layers whose
+ * weights and KV-cache slice live on `backends[i]`, e.g. RPC servers
+ * (`Backend.rpc("host:port")`). Layers listed nowhere, the token embedding,
+ * the output norm and the (tied) output projection stay on the model's own
+ * backend. The scheduler runs each op where its weights are, so a layer
+ * computes on its backend and only the activations (640 floats per token
+ * for Gemma 3 270M) and the inputs cross between backends.
+ *
+ * ```ts ignore
+ * using a = Backend.rpc("127.0.0.1:50052"), b = Backend.rpc("127.0.0.1:50053");
+ * using model = GemmaModel.load(path, { split: { backends: [a, b], layers: evenLayers(18, 3).slice(1) } });
+ * ```
+ */
+export interface LayerSplit {
+  /** Backends other than the model's own, each used once; the model does not free them (free them after the model). */
+  readonly backends: readonly Backend[];
+  /** For each backend, its layers (0-based; a layer in at most one list). */
+  readonly layers: readonly (readonly number[])[];
+}
+
+/**
+ * `nLayer` layers in `parts` contiguous groups as even as they go (the
+ * first groups one larger when they do not divide): `evenLayers(18, 3)` is
+ * [[0..5], [6..11], [12..17]]. Groups may be empty when parts > nLayer.
+ */
+export function evenLayers(nLayer: number, parts: number): number[][] {
+  if (!Number.isInteger(nLayer) || nLayer < 0) throw new RangeError(`evenLayers: nLayer must be an integer ≥ 0, got ${nLayer}`);
+  if (!Number.isInteger(parts) || parts < 1) throw new RangeError(`evenLayers: parts must be an integer ≥ 1, got ${parts}`);
+  const out: number[][] = [];
+  for (let p = 0, l = 0; p < parts; p++) {
+    const n = Math.floor(nLayer / parts) + (p < nLayer % parts ? 1 : 0);
+    out.push(Array.from({ length: n }, () => l++));
+  }
+  return out;
 }
 
 /** Options of {@linkcode GemmaModel.forward}. */
@@ -111,6 +157,14 @@ export interface ForwardStats {
   outputMs: number;
   /** Graph computes. */
   computes: number;
+}
+
+/** What the model allocated on one backend: weights, then the KV cache of its layers. */
+interface Group {
+  ctx?: Context;
+  buf?: Buffer | null;
+  kvCtx?: Context;
+  kvBuf?: Buffer | null;
 }
 
 interface LayerWeights {
@@ -173,15 +227,19 @@ export class GemmaModel {
   readonly kvType: Type;
   /** The backend computing the graphs (a GPU's, or the CPU's). */
   readonly backend: Backend;
-  /** The scheduler's backends, by priority: `backend`, then the CPU fallback when `backend` is not a CPU one. */
+  /**
+   * The scheduler's backends, by priority: `backend` when it is not a CPU
+   * one, the {@linkcode LayerSplit}'s backends, then the CPU one (`backend`,
+   * or the fallback the model made).
+   */
   readonly backends: readonly Backend[];
+  /** The backend holding each layer's weights and KV cache (`backend`, or one of the split's). */
+  readonly layerBackends: readonly Backend[];
   /** Where time went (cumulative; reset it freely). */
   stats: ForwardStats = emptyStats();
 
-  readonly #weightsCtx: Context;
-  readonly #weightsBuf: Buffer | null;
-  readonly #kvCtx: Context;
-  readonly #kvBuf: Buffer | null;
+  /** Per backend holding weights: their context and buffer, then the KV cache's. */
+  readonly #groups: Group[] = [];
   readonly #tokEmbd: Tensor;
   readonly #outNorm: Tensor;
   readonly #layers: LayerWeights[];
@@ -212,6 +270,7 @@ export class GemmaModel {
     this.kvType = options.kvType ?? (this.dequantized ? Type.F32 : Type.F16);
     this.#ownBackend = options.backend === undefined;
     const threads = options.threads ?? 2;
+    const split = checkSplit(options.split, hp.nLayer);
     const device = options.backend ? options.backend.device : bestDevice({ device: options.device });
     // A threadpool that lives across computes (without one ggml starts and joins threads on every graph), for the CPU backend the model makes.
     const needCpu = options.backend ? !options.backend.isCpu : true;
@@ -225,14 +284,59 @@ export class GemmaModel {
       throw e;
     }
     this.#cpu = cpu;
-    this.backends = cpu ? [this.backend, cpu] : [this.backend];
+    const local = this.backend;
+    const remote = split?.backends ?? [];
+    const localCpu = local.isCpu ? local : cpu!;
+    // By priority: a GPU, the split's backends, then the CPU last (ggml's fallback for every op).
+    this.backends = [...(local.isCpu ? [] : [local]), ...remote, localCpu];
+    const home = new Array<Backend>(hp.nLayer).fill(local);
+    split?.layers.forEach((ls, i) => ls.forEach((il) => home[il] = remote[i]));
+    this.layerBackends = home;
     try {
-      // One backend buffer, read straight from the file.
-      let { context, tensors, buffer } = file.loadTensorsToBackend(this.backend);
-      if (this.dequantized) ({ context, tensors, buffer } = toF32(this.backend, context, tensors, buffer));
-      buffer?.setUsage(BackendBufferUsage.WEIGHTS);
-      this.#weightsCtx = context;
-      this.#weightsBuf = buffer;
+      for (const b of remote) {
+        if (b === local || b === cpu) throw new RangeError(`split: ${b.name} is the model's own backend; leave its layers out of the split`);
+      }
+      // Per backend, one buffer of weights read straight from the file: a layer's tensors on its backend, the rest on the model's.
+      const groups: [Backend, number[]][] = [[local, home.flatMap((b, il) => b === local ? [il] : [])], ...remote.map((b, i) => [b, [...split!.layers[i]]] as [Backend, number[]])];
+      const layerOf = (name: string) => /^blk\.(\d+)\./.exec(name)?.[1];
+      const tensors = new Map<string, Tensor>();
+      const nEmbdK = hp.nHeadKv * hp.headDimK, nEmbdV = hp.nHeadKv * hp.headDimV;
+      this.#kCache = [];
+      this.#vCache = [];
+      for (const [gi, [backend, layers]] of groups.entries()) {
+        const mine = new Set(layers.map(String));
+        const names = file.tensors.map((t) => t.name).filter((n) => {
+          const l = layerOf(n);
+          return l === undefined ? gi === 0 : mine.has(l);
+        });
+        const g: Group = {};
+        this.#groups.push(g);
+        if (names.length > 0) {
+          let loaded = file.loadTensorsToBackend(backend, { names });
+          g.ctx = loaded.context;
+          g.buf = loaded.buffer;
+          if (this.dequantized) {
+            loaded = toF32(backend, loaded.context, loaded.tensors, loaded.buffer);
+            g.ctx = loaded.context;
+            g.buf = loaded.buffer;
+          }
+          // WEIGHTS: the scheduler runs the ops that read a tensor of this buffer on its backend.
+          g.buf?.setUsage(BackendBufferUsage.WEIGHTS);
+          for (const [n, t] of loaded.tensors) tensors.set(n, t);
+        }
+        // The KV cache of the group's layers, on its backend: K rows [nEmbdK] per position; V transposed
+        // (a row per channel, nCtx long), so that attention multiplies by a plain view of it.
+        if (layers.length > 0) {
+          const kvCtx = g.kvCtx = new Context({ memSize: (2 * layers.length + 1) * tensorOverhead(), noAlloc: true });
+          for (const il of layers) {
+            this.#kCache[il] = kvCtx.newTensor(this.kvType, [nEmbdK, this.nCtx]).setName(`cache_k_l${il}`);
+            this.#vCache[il] = kvCtx.newTensor(this.kvType, [this.nCtx, nEmbdV]).setName(`cache_v_l${il}`);
+          }
+          g.kvBuf = allocCtxTensors(kvCtx, backend);
+          // Masked positions still enter the products (scaled by 0): they must hold finite numbers.
+          g.kvBuf?.clear(0);
+        }
+      }
       const w = (name: string): Tensor => {
         const t = tensors.get(name);
         if (!t) throw new Error(`${file.path}: no tensor ${name}`);
@@ -248,20 +352,7 @@ export class GemmaModel {
           down: b("ffn_down"), postFfwNorm: b("post_ffw_norm"),
         };
       });
-      // The KV cache: K rows [nEmbdK] per position; V transposed (a row per channel, nCtx long), so that
-      // attention multiplies by a plain view of it. One buffer for every layer.
-      const nEmbdK = hp.nHeadKv * hp.headDimK, nEmbdV = hp.nHeadKv * hp.headDimV;
-      this.#kvCtx = new Context({ memSize: (2 * hp.nLayer + 1) * tensorOverhead(), noAlloc: true });
-      this.#kCache = [];
-      this.#vCache = [];
-      for (let il = 0; il < hp.nLayer; il++) {
-        this.#kCache.push(this.#kvCtx.newTensor(this.kvType, [nEmbdK, this.nCtx]).setName(`cache_k_l${il}`));
-        this.#vCache.push(this.#kvCtx.newTensor(this.kvType, [this.nCtx, nEmbdV]).setName(`cache_v_l${il}`));
-      }
-      this.#kvBuf = allocCtxTensors(this.#kvCtx, this.backend);
-      // Masked positions still enter the products (scaled by 0): they must hold finite numbers.
-      this.#kvBuf?.clear(0);
-      // The device first, the CPU backend last: the scheduler places each op on the first that supports it.
+      // The scheduler places an op by its weights' buffer, else on the first backend that supports it.
       this.#sched = new Sched({ backends: this.backends, graphSize: this.#graphSize });
       // Size the compute buffer once, for the largest graph a prompt batch makes.
       const worst = this.#step(Math.min(this.ubatch, this.nCtx), this.nCtx, false);
@@ -273,8 +364,9 @@ export class GemmaModel {
   }
 
   /**
-   * Loads a Gemma 3 GGUF file (weights into one backend buffer) and sets up
-   * the KV cache and the scheduler.
+   * Loads a Gemma 3 GGUF file (the weights into a buffer of the model's
+   * backend, and of each {@linkcode LayerSplit} backend for its layers) and
+   * sets up the KV cache and the scheduler.
    */
   static load(path: string, options: ModelOptions = {}): GemmaModel {
     return new GemmaModel(readGguf(path), options);
@@ -288,6 +380,15 @@ export class GemmaModel {
   /** Positions in the KV cache (tokens processed since the last {@linkcode reset}). */
   get nPast(): number {
     return this.#nPast;
+  }
+
+  /**
+   * The scheduler's graph splits for the last graph it allocated: one per
+   * change of backend along the graph (1 on one backend; with a
+   * {@linkcode LayerSplit}, at least one per group of consecutive layers).
+   */
+  get splits(): number {
+    return this.#sched.nSplits;
   }
 
   /** Forgets every cached position. */
@@ -477,10 +578,13 @@ export class GemmaModel {
     this.#steps.clear();
     this.#allocated = undefined;
     this.#sched?.free();
-    this.#kvBuf?.free();
-    this.#kvCtx?.free();
-    this.#weightsBuf?.free();
-    this.#weightsCtx?.free();
+    for (const g of this.#groups) {
+      g.kvBuf?.free();
+      g.kvCtx?.free();
+      g.buf?.free();
+      g.ctx?.free();
+    }
+    this.#groups.length = 0;
     if (this.#ownBackend) this.backend?.free();
     this.#cpu?.free();
     this.#pool?.free();
@@ -495,6 +599,29 @@ export class GemmaModel {
   [Symbol.dispose](): void {
     this.free();
   }
+}
+
+/** The split checked: backends used once, layers in range and placed once; undefined when it places nothing. */
+function checkSplit(split: LayerSplit | undefined, nLayer: number): LayerSplit | undefined {
+  if (split === undefined) return undefined;
+  const { backends, layers } = split;
+  if (!Array.isArray(backends) || !Array.isArray(layers)) throw new TypeError("split: expected { backends: Backend[], layers: number[][] }");
+  if (backends.length !== layers.length) throw new RangeError(`split: ${backends.length} backends but ${layers.length} layer lists`);
+  if (new Set(backends).size !== backends.length) throw new RangeError("split: a backend is given twice");
+  const seen = new Set<number>();
+  backends.forEach((b, i) => {
+    if (!(b instanceof Backend)) throw new TypeError(`split.backends[${i}] is not a Backend`);
+    b._live("split");
+    // Two CPU backends would share one buffer type, and the scheduler could not tell their layers apart.
+    if (b.isCpu) throw new RangeError(`split.backends[${i}] is a CPU backend: leave those layers out of the split, on the model's own backend`);
+    if (!Array.isArray(layers[i])) throw new TypeError(`split.layers[${i}] is not an array`);
+    for (const il of layers[i]) {
+      if (!Number.isInteger(il) || il < 0 || il >= nLayer) throw new RangeError(`split.layers[${i}]: layer ${il} is not in 0..${nLayer - 1}`);
+      if (seen.has(il)) throw new RangeError(`split: layer ${il} is placed twice`);
+      seen.add(il);
+    }
+  });
+  return backends.length === 0 ? undefined : split;
 }
 
 function emptyStats(): ForwardStats {

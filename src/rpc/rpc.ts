@@ -27,7 +27,7 @@ import { ArgumentError, BusyError, GgmlError, RpcError } from "../core/errors.ts
 import { cString } from "../ffi/mod.ts";
 import { ffi, keepAlive, library } from "../runtime/loader.ts";
 import { runtime } from "../runtime/runtime.ts";
-import { _setComputeFaultHook, type AsyncComputeOptions, Backend, Device, type DeviceMemory } from "../backend/backend.ts";
+import { _setComputeFaultHook, _setRpcBackendFactory, type AsyncComputeOptions, Backend, Device, type DeviceMemory } from "../backend/backend.ts";
 import type { Sched } from "../backend/sched.ts";
 import type { Graph } from "../core/graph.ts";
 
@@ -145,6 +145,9 @@ export function rpcBackend(endpoint: string): Backend {
   if (p === 0) throw new RpcError(`rpcBackend: wsp_ggml_backend_rpc_init(${JSON.stringify(endpoint)}) failed`, endpoint);
   return new Backend(p, INTERNAL);
 }
+
+// Backend.rpc(endpoint) is rpcBackend(endpoint) once this module is loaded.
+_setRpcBackendFactory(rpcBackend);
 
 /**
  * The device of the RPC server at `endpoint` (`wsp_ggml_backend_rpc_add_device`);
