@@ -109,6 +109,7 @@ export {
   tensorMemset,
   tensorSet,
 } from "./backend/buffer.ts";
+export { extraBufferTypeFor, extraBufferTypes } from "./backend/extra_buft.ts";
 export { SCHED_MAX_BACKENDS, SCHED_MAX_COPIES, Sched, type SchedEvalCallback, type SchedOptions } from "./backend/sched.ts";
 export { BackendBufferUsage, BackendDevType, SchedPriority } from "./ffi/bindings.gen.ts";
 export {

@@ -174,9 +174,10 @@ test("Q4_K_M greedy continuations equal llama.cpp's (tests/fixtures/llm/llama_cp
 // Decoding one token at a time and a batch take different matmul kernels (llamafile's sgemm for
 // batches, ggml's dot products for a single row, as in upstream builds): their sums round apart
 // (~1e-14 relative per matmul), and the q8_0 quantization of activations amplifies that to a
-// measured nMSE of at most 5.6e-4 between the two. A KV cache that read a wrong position would
-// be off by as much as neighbouring positions differ, measured 0.15 to 0.6.
-const KV_NMSE = 2e-3;
+// measured nMSE of at most 5.6e-4 between the two; with the q4_K weights repacked (CPU_REPACK's
+// gemm for batches, its gemv for one row; the model's default) at most 2.3e-3. A KV cache that
+// read a wrong position would be off by as much as neighbouring positions differ, measured 0.15 to 0.6.
+const KV_NMSE = 3e-3;
 
 test(`KV cache: decoding token by token gives the full forward pass's logits (nMSE ≤ ${KV_NMSE}), across a graph bucket`, { skip }, () => {
   using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 512 });

@@ -20,6 +20,7 @@ import type { Backend } from "./backend.ts";
 import { checkAllocBound } from "./alloc_bound.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
+import { extraBuftOf } from "../core/extra_registry.ts";
 
 const sym = () => runtime().lib.symbols;
 
@@ -466,6 +467,25 @@ function checkAccess(what: string, t: Tensor, offset: number, length: number): v
   if (offset + length > t.nbytes) {
     throw new BoundsError(`${what}: bytes ${offset}..${offset + length} of ${t.describe()}, which has ${t.nbytes} (tensor write out of bounds)`);
   }
+  checkExtra(what, t, offset, length);
+}
+
+/**
+ * A tensor in an extra buffer type (CPU_REPACK) is repacked as it is
+ * written: its buffer asserts a write of the whole tensor, dereferences the
+ * tensor's repack traits (NULL for a tensor the type does not take, or a
+ * view), and has no read at all (a NULL function pointer).
+ */
+function checkExtra(what: string, t: Tensor, offset: number, length: number): void {
+  const buft = extraBuftOf(t._ptr);
+  if (buft === 0) return;
+  const name = ffi.readCString(sym().wsp_ggml_backend_buft_name(buft)) ?? "";
+  if (what !== "tensorSet") throw new ArgumentError(`${what}: ${t.describe()} is in a ${name} buffer, whose data is re-laid-out and cannot be read back or set in part`);
+  if (t.viewSrc !== null) throw new ArgumentError(`${what}: ${t.describe()} is a view into a ${name} buffer; write the whole tensor it views`);
+  if (offset !== 0 || length !== t.nbytes) throw new ArgumentError(`${what}: a ${name} buffer takes a tensor whole (${t.nbytes} bytes at offset 0), not bytes ${offset}..${offset + length} of ${t.describe()}`);
+  if (ffi.readPointer(t._ptr, layouts.wsp_ggml_tensor.fields.extra.offset) === 0) {
+    throw new ArgumentError(`${what}: the ${name} buffer type does not take ${t.describe()} (see extraBufferTypeFor); allocate it in a plain buffer`);
+  }
 }
 
 /**
@@ -565,5 +585,8 @@ export function tensorCopy(src: Tensor, dst: Tensor): void {
     if (t._data === 0) throw new NotAllocatedError(`tensorCopy: ${name} ${t.describe()} is not allocated`);
     if (Buffer._of(bufferOf(t))?.freed) throw new UseAfterFreeError(`tensorCopy: the buffer of ${name} was freed`);
   }
+  // Out of an extra buffer type: refused (no read); into one: a whole write, as tensorSet.
+  checkExtra("tensorCopy", src, 0, src.nbytes);
+  checkExtra("tensorSet", dst, 0, dst.nbytes);
   sym().wsp_ggml_backend_tensor_copy(src._ptr, dst._ptr);
 }

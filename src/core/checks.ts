@@ -14,6 +14,7 @@ import type { OpChecks } from "./ops.gen.ts";
 import { runtime, type TypeTraits } from "../runtime/runtime.ts";
 import { fastProperties } from "../ffi/common.ts";
 import { i64At, type Tensor } from "./tensor.ts";
+import { extraBuftOf } from "./extra_registry.ts";
 
 // ---- predicates, as ggml.c defines them ----
 
@@ -855,6 +856,16 @@ export function cpuKernelRefusal(node: Tensor): string | null {
       // supports_op checks this for MUL_MAT only. Conservative: f32, or f16 / bf16 b with experts of that type.
       if (op === Op.MUL_MAT_ID && s1.type !== Type.F32 && !(s1.type === s0.type && (s0.type === Type.F16 || s0.type === Type.BF16))) {
         return `b ${s1.describe()} must be f32 (or of the experts' type when they are f16 / bf16), experts ${s0.describe()}`;
+      }
+      if (extraBuftOf(s0._ptr) !== 0) {
+        // repack.cpp forward_mul_mat(_id): src1 F32, src0 2-D (3-D experts); it quantizes b four rows at a time
+        // assuming they are packed, and loops over ne11 only: a strided or batched b gives wrong numbers silently
+        // (mul_mat_id converts b row by row through its strides).
+        if (s0.viewSrc !== null) return `a ${s0.describe()} is a view into a repacked (extra) buffer, whose rows are interleaved: multiply the whole tensor`;
+        if (s1.type !== Type.F32) return `b ${s1.describe()} must be f32 when a ${s0.describe()} is in a repacked (extra) buffer`;
+        if (s0.nDims !== (op === Op.MUL_MAT ? 2 : 3)) return `a repacked ${s0.describe()} is multiplied only as a ${op === Op.MUL_MAT ? "2-D matrix" : "3-D stack of experts"}`;
+        if (op === Op.MUL_MAT && !s1.isContiguous) return `b ${s1.describe()} must be contiguous when a ${s0.describe()} is in a repacked (extra) buffer`;
+        if (op === Op.MUL_MAT && (s1.ne(2) !== 1 || s1.ne(3) !== 1)) return `b ${s1.describe()} must be 2-D when a ${s0.describe()} is in a repacked (extra) buffer`;
       }
       return null;
     case Op.COUNT_EQUAL:

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { CString, dlopen, FFIType, JSCallback, ptr as addressOfBuffer, read, toArrayBuffer } from "bun:ffi";
+import { CFunction, CString, dlopen, FFIType, JSCallback, ptr as addressOfBuffer, read, toArrayBuffer } from "bun:ffi";
 import type { FFIFunction, Pointer as BunPointer } from "bun:ffi";
 import { BUN_TYPES } from "./native_types.ts";
 import { isPointer, missing, missingReason, toPointer } from "./common.ts";
@@ -190,6 +190,12 @@ export const adapter: FfiAdapter = {
     }
   },
   readPointer: (ptr, offset = 0) => toPointer(read.ptr(ptr as BunPointer, offset)),
+  callPointer: (ptr, signature, args) => {
+    if (ptr === 0) throw new TypeError("NULL function pointer");
+    const fn = CFunction({ ptr: ptr as BunPointer, args: signature.args.map(bunType), returns: bunType(signature.result) }) as unknown as (...a: unknown[]) => unknown;
+    const res = fn(...args);
+    return isPointer(signature.result) ? toPointer(res as number | null) : res;
+  },
   callback: (signature, fn, options = {}) => {
     const pointerArgs = signature.args.map(isPointer);
     const cb = new JSCallback(

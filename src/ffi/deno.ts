@@ -197,5 +197,13 @@ export const adapter: FfiAdapter = {
     return p === null ? 0 : toPointer(Deno.UnsafePointer.value(p));
   },
   readPointer: (ptr, offset = 0) => toPointer(new Deno.UnsafePointerView(pointerObject(ptr)).getBigUint64(offset)),
+  callPointer: (ptr, signature, args) => {
+    const def = { parameters: signature.args.map(denoType) as Deno.NativeType[], result: denoType(signature.result) };
+    const fn = new Deno.UnsafeFnPointer(pointerObject(ptr) as Deno.PointerObject<typeof def>, def);
+    // Pointers cross as usize (denoType), like the bound functions' arguments.
+    const a = args.map((v, i) => isPointer(signature.args[i]) ? BigInt(v as number) : v);
+    const res = (fn.call as (...x: unknown[]) => unknown)(...a);
+    return isPointer(signature.result) ? toPointer(res as number | bigint) : res;
+  },
   callback,
 };

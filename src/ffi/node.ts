@@ -74,6 +74,8 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
 let protoCount = 0;
 /** The callback types made so far, by signature (koffi types live as long as the process). */
 const protos = new Map<string, ReturnType<typeof koffi.pointer>>();
+/** The function-pointer types of `callPointer`, by signature (same reason). */
+const fnProtos = new Map<string, ReturnType<typeof koffi.proto>>();
 
 /** The adapter for Node.js. */
 export const adapter: FfiAdapter = {
@@ -97,6 +99,14 @@ export const adapter: FfiAdapter = {
     }
   },
   readPointer: (ptr, offset = 0) => toPointer(koffi.decode(BigInt(ptr), offset, "uintptr_t") as number | bigint),
+  callPointer: (ptr, signature, args) => {
+    if (ptr === 0) throw new TypeError("NULL function pointer");
+    const key = `${koffiType(signature.result)}(${signature.args.map(koffiType).join(",")})`;
+    let proto = fnProtos.get(key);
+    if (proto === undefined) fnProtos.set(key, proto = koffi.proto(`wsp_ffi_fn${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType)));
+    const res = koffi.call(BigInt(ptr), proto, ...args);
+    return isPointer(signature.result) ? toPointer(res as number | bigint) : res;
+  },
   callback: (signature, fn) => {
     // One koffi type per signature: koffi never frees a type, so a new proto per callback leaked ~4 KB for each
     // logSet / setEvalCallback / epoch (found by the API fuzz's resident-memory bound).

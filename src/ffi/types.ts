@@ -217,6 +217,12 @@ export interface FfiAdapter {
   symbolAddress(path: string, name: string): Pointer;
   /** Reads a pointer-sized value at `ptr + offset`. */
   readPointer(ptr: Pointer, offset?: number): Pointer;
+  /**
+   * Calls the C function at `ptr` (a function pointer a library handed out,
+   * e.g. through `wsp_ggml_backend_reg_get_proc_address`) with `args`:
+   * pointers as numbers in and out, like the bound functions.
+   */
+  callPointer(ptr: Pointer, signature: FfiSignature, args: readonly unknown[]): unknown;
   /** Makes `fn` callable from C with the given signature. */
   callback(
     signature: FfiSignature,

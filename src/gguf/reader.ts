@@ -16,7 +16,7 @@ import { ffi, keepAlive } from "../runtime/loader.ts";
 import { runtime } from "../runtime/runtime.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { Backend } from "../backend/backend.ts";
-import { allocCtxTensors, type Buffer, type BufferType, tensorSet } from "../backend/buffer.ts";
+import { allocCtxTensors, type Buffer, BufferType, tensorSet } from "../backend/buffer.ts";
 import { GGUF_TYPE_SIZE, type GgufLimits, type ScannedKv, scanGguf } from "./scan.ts";
 
 /** A GGUF array value: a typed array for numbers, plain arrays for bools and strings. */
@@ -302,37 +302,67 @@ export class GgufFile {
    * CPU's) is read into straight from the file, with no intermediate copy;
    * any other buffer gets one tensor at a time through
    * `wsp_ggml_backend_tensor_set`. Every range is checked before anything is
-   * allocated. Free the buffer, then the context, when done.
+   * allocated. Free the buffers, then the contexts, when done.
    *
-   * @returns the context (holding the tensors' headers), the tensors by name and the buffer
+   * With `bufferTypes`, a tensor for which it returns a buffer type goes
+   * into a buffer of that type instead (one context and buffer per type, in
+   * `others`): e.g. a CPU extra buffer type such as `CPU_REPACK` for the
+   * weights {@linkcode extraBufferTypeFor} says it takes.
+   *
+   * @returns the context (holding the tensors' headers), the tensors by name, the buffer, and the other buffer types' contexts and buffers
    * @throws {GgufError} `NOT_FOUND`, `TRUNCATED`, `IO`
    */
-  loadTensorsToBackend(target: Backend | BufferType, options: { names?: readonly string[] } = {}): { context: Context; tensors: Map<string, Tensor>; buffer: Buffer | null } {
+  loadTensorsToBackend(
+    target: Backend | BufferType,
+    options: { names?: readonly string[]; bufferTypes?: (info: GgufTensorInfo) => BufferType | undefined } = {},
+  ): { context: Context; tensors: Map<string, Tensor>; buffer: Buffer | null; others: { context: Context; buffer: Buffer | null }[] } {
     const infos = (options.names ?? this.tensors.map((t) => t.name)).map((n) => this.#info(n));
     for (const info of infos) this.#range(info);
+    const pick = options.bufferTypes;
+    if (pick !== undefined && typeof pick !== "function") throw new ArgumentError("loadTensorsToBackend: bufferTypes must be a function");
+    // Tensors by buffer type (0: target's); the pointer keys one context per type.
+    const groups = new Map<number, { buft: BufferType | undefined; infos: GgufTensorInfo[] }>([[0, { buft: undefined, infos: [] }]]);
+    for (const info of infos) {
+      const buft = pick?.(info);
+      if (buft !== undefined && !(buft instanceof BufferType)) throw new ArgumentError(`loadTensorsToBackend: bufferTypes gave ${String(buft)} for ${JSON.stringify(info.name)}, not a BufferType`);
+      const key = buft?.pointer ?? 0;
+      let g = groups.get(key);
+      if (!g) groups.set(key, g = { buft, infos: [] });
+      g.infos.push(info);
+    }
     const overhead = tensorOverhead();
-    const context = new Context({ memSize: (infos.length + 1) * overhead, noAlloc: true });
-    let buffer: Buffer | null = null;
+    const made: { context: Context; buffer: Buffer | null }[] = [];
+    const tensors = new Map<string, Tensor>();
     try {
-      const { tensors } = this.loadTensors({ context, names: infos.map((i) => i.name) });
-      buffer = allocCtxTensors(context, target);
-      const host = buffer?.isHost ?? false;
-      this.#withFile((fd) => {
-        for (const info of infos) {
-          if (info.nbytes === 0) continue;
-          const t = tensors.get(info.name)!;
-          if (host) this.#read(fd, info, new Uint8Array(ffi.view(t._data, info.nbytes)));
-          else {
-            const bytes = new Uint8Array(info.nbytes);
-            this.#read(fd, info, bytes);
-            tensorSet(t, bytes);
+      for (const g of groups.values()) {
+        if (g.buft !== undefined && g.infos.length === 0) continue;
+        const context = new Context({ memSize: (g.infos.length + 1) * overhead, noAlloc: true });
+        const part: { context: Context; buffer: Buffer | null } = { context, buffer: null };
+        made.push(part);
+        const loaded = this.loadTensors({ context, names: g.infos.map((i) => i.name) }).tensors;
+        part.buffer = allocCtxTensors(context, g.buft ?? target);
+        const host = part.buffer?.isHost ?? false;
+        this.#withFile((fd) => {
+          for (const info of g.infos) {
+            const t = loaded.get(info.name)!;
+            tensors.set(info.name, t);
+            if (info.nbytes === 0) continue;
+            if (host) this.#read(fd, info, new Uint8Array(ffi.view(t._data, info.nbytes)));
+            else {
+              // Whole tensors: an extra buffer type (CPU_REPACK) repacks on write and takes nothing partial.
+              const bytes = new Uint8Array(info.nbytes);
+              this.#read(fd, info, bytes);
+              tensorSet(t, bytes);
+            }
           }
-        }
-      });
-      return { context, tensors, buffer };
+        });
+      }
+      // The tensors in the order asked for.
+      const ordered = new Map(infos.map((i) => [i.name, tensors.get(i.name)!]));
+      return { context: made[0].context, tensors: ordered, buffer: made[0].buffer, others: made.slice(1) };
     } catch (e) {
-      buffer?.free();
-      context.free();
+      for (const p of made) p.buffer?.free();
+      for (const p of made) p.context.free();
       throw e;
     }
   }

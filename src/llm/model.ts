@@ -21,10 +21,14 @@ import {
   BackendBufferUsage,
   bestDevice,
   type Buffer,
+  type BufferType,
   Context,
   type DeviceChoice,
   dequantize,
+  extraBufferTypeFor,
+  extraBufferTypes,
   type GgufFile,
+  type GgufTensorInfo,
   type Graph,
   graphOverheadCustom,
   readGguf,
@@ -93,6 +97,14 @@ export interface ModelOptions {
    * none: every layer on the model's backend.
    */
   readonly split?: LayerSplit;
+  /**
+   * Weights on a CPU backend that its extra buffer type `CPU_REPACK` takes
+   * (q4_K, q4_0, iq4_nl on AVX2 or NEON processors; see
+   * {@linkcode extraBufferTypeFor}) are loaded there, repacked for faster
+   * prompt matmuls, as llama.cpp does. Default true; false keeps every weight
+   * in the plain buffer (and never with `dequantize`).
+   */
+  readonly repack?: boolean;
 }
 
 /**
@@ -163,6 +175,8 @@ export interface ForwardStats {
 interface Group {
   ctx?: Context;
   buf?: Buffer | null;
+  /** Weights in other buffer types (CPU_REPACK). */
+  others?: { context: Context; buffer: Buffer | null }[];
   kvCtx?: Context;
   kvBuf?: Buffer | null;
 }
@@ -312,9 +326,13 @@ export class GemmaModel {
         const g: Group = {};
         this.#groups.push(g);
         if (names.length > 0) {
-          let loaded = file.loadTensorsToBackend(backend, { names });
+          const repack = backend.isCpu && !this.dequantized && (options.repack ?? true);
+          const file0 = file.loadTensorsToBackend(backend, { names, bufferTypes: repack ? repackPicker(backend) : undefined });
+          let loaded: { context: Context; tensors: Map<string, Tensor>; buffer: Buffer | null } = file0;
           g.ctx = loaded.context;
           g.buf = loaded.buffer;
+          g.others = file0.others;
+          for (const o of file0.others) o.buffer?.setUsage(BackendBufferUsage.WEIGHTS);
           if (this.dequantized) {
             loaded = toF32(backend, loaded.context, loaded.tensors, loaded.buffer);
             g.ctx = loaded.context;
@@ -583,6 +601,10 @@ export class GemmaModel {
       g.kvCtx?.free();
       g.buf?.free();
       g.ctx?.free();
+      for (const o of g.others ?? []) {
+        o.buffer?.free();
+        o.context.free();
+      }
     }
     this.#groups.length = 0;
     if (this.#ownBackend) this.backend?.free();
@@ -637,6 +659,27 @@ function geluTanh(ctx: Context, x: Tensor): Tensor {
   const inner = ctx.scale(ctx.add(x, ctx.scale(x3, 0.044715)), Math.sqrt(2 / Math.PI));
   const h = ctx.scale(x, 0.5);
   return ctx.add(h, ctx.mul(h, ctx.tanh(inner)));
+}
+
+/** The layer matrices: only ever the first operand of a matmul with f32 activations (what CPU_REPACK computes). */
+const MATMUL_WEIGHT = /^blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight$/;
+
+/**
+ * For a CPU backend, the loader's choice of buffer type per tensor: its
+ * extra buffer type (CPU_REPACK) for a layer matrix the type takes, else
+ * the plain buffer. Not the token embedding: `getRows` reads it too, which
+ * a repacked tensor does not support.
+ */
+function repackPicker(backend: Backend): ((info: GgufTensorInfo) => BufferType | undefined) | undefined {
+  const types = extraBufferTypes(backend.device);
+  if (types.length === 0) return undefined;
+  const memo = new Map<string, BufferType | undefined>();
+  return (info) => {
+    if (!MATMUL_WEIGHT.test(info.name)) return undefined;
+    const key = `${info.type}:${info.shape.join(",")}`;
+    if (!memo.has(key)) memo.set(key, extraBufferTypeFor(backend.device, types, info.type, info.shape));
+    return memo.get(key);
+  };
 }
 
 /**
