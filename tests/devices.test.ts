@@ -141,10 +141,12 @@ describe("on the best device, as on the CPU", () => {
     console.log(`demo training (mean squared error), 1 epoch on ${r.device} vs CPU: loss nMSE ${one.loss}, largest weight nMSE ${one.weights}`);
     assert.equal(r.device, r.devices[0]);
     assert.ok(one.loss !== null && one.weights !== null && one.loss <= TOL.matmul && one.weights <= TOL.matmul, JSON.stringify(r));
-    if (two.gpu.some((x) => x === null)) {
-      // KNOWN ISSUE: on lavapipe the second epoch's losses are NaN from its second step (the first epoch equals the CPU's).
-      console.log(`KNOWN ISSUE: 2 epochs on ${r.device}: losses ${JSON.stringify(two.gpu)} against the CPU's ${JSON.stringify(two.cpu)}`);
-    } else assert.ok(nmse(Float64Array.from(two.cpu), Float64Array.from(two.gpu as number[])) <= TOL.matmul, JSON.stringify(two));
+    // Two epochs: the second computes ggml-opt's graph as allocated by the first (it went NaN when the scheduler
+    // was reset between epochs and ggml split the already split graph copy again; tests/opt_gpu.test.ts).
+    assert.ok(two.gpu.every((x) => x !== null), `2 epochs on ${r.device}: losses ${JSON.stringify(two.gpu)} against the CPU's ${JSON.stringify(two.cpu)}`);
+    const twoErr = nmse(Float64Array.from(two.cpu), Float64Array.from(two.gpu as number[]));
+    console.log(`demo training, 2 epochs on ${r.device} vs CPU: loss nMSE ${twoErr}`);
+    assert.ok(twoErr <= TOL.matmul, JSON.stringify(two));
   });
 
   test(`the LLM runner's logits${inChild}`, { skip }, async () => {

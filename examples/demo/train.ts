@@ -53,7 +53,7 @@ export interface TrainOptions {
   readonly threads: number;
   readonly seed: number;
   /**
-   * Where to train: `"auto"` (default: a GPU if there is one and it computes the loss, else the CPU;
+   * Where to train: `"auto"` (default: a GPU if there is one, else the CPU;
    * `WSP_GGML_DEVICE` overrides), `"cpu"`, `"gpu"` or a device's name.
    */
   readonly device?: DeviceChoice;
@@ -67,7 +67,7 @@ export interface Trained {
   readonly weights: Map<string, Tensor>;
   /** The device it was trained on (`CPU`, `Vulkan0`, …). */
   readonly device: string;
-  /** Why it was not the device asked for ("auto" chose a GPU that cannot compute the loss), or null. */
+  /** Why it was not the device asked for, or null: always null now (OptContext runs the loss ops a device lacks on the CPU). */
   readonly fallback: string | null;
   /** Loss and accuracy of each epoch (training data, as seen during the epoch). */
   readonly history: { loss: number; accuracy: number }[];
@@ -77,19 +77,9 @@ export interface Trained {
 /** Trains a fresh model of `hp` on `data` (weights initialised from `seed`). */
 export function train(o: TrainOptions): Trained {
   const lossType = o.loss === "mse" ? OptLossType.MEAN_SQUARED_ERROR : OptLossType.CROSS_ENTROPY;
-  let backend = Backend.best({ device: o.device, nThreads: o.threads });
-  // ggml-opt keeps the loss, the predictions and the count of correct ones in a buffer of the scheduler's first
-  // backend, which must compute them (ggml aborts otherwise): a device that cannot is passed over for the CPU
-  // when chosen by "auto", and refused when named.
-  let fallback: string | null = null;
-  const missing = backend.isCpu ? null : lossSupport(backend, lossType, o.hp.classes, o.batch);
-  if (missing !== null) {
-    const why = `${backend.device.name} cannot compute ${missing}, which ggml-opt runs on the first backend`;
-    backend.free();
-    if (o.device !== undefined && o.device !== "auto") throw new Error(`train: ${why}`);
-    fallback = `${why}: training on the CPU`;
-    backend = Backend.cpu({ nThreads: o.threads });
-  }
+  // OptContext runs the loss ops the device lacks (ggml-vulkan has no cross-entropy kernel) on the CPU backend.
+  const backend = Backend.best({ device: o.device, nThreads: o.threads });
+  const fallback: string | null = null;
   // The scheduler runs each op on the first backend that supports it; the CPU backend, last, takes the rest.
   const cpu = backend.isCpu ? backend : Backend.cpu({ nThreads: o.threads });
   const sched = new Sched({ backends: cpu === backend ? [backend] : [backend, cpu] });
@@ -142,17 +132,4 @@ export function train(o: TrainOptions): Trained {
       if (cpu !== backend) cpu.free();
     },
   };
-}
-
-/** The first of the ops ggml-opt computes in the first backend's buffer for `loss` that `backend` cannot run, or null. */
-function lossSupport(backend: Backend, loss: OptLossType, classes: number, batch: number): string | null {
-  using ctx = new Context({ memSize: metaSize(16), noAlloc: true });
-  const out = ctx.newTensor2d(Type.F32, classes, batch), labels = ctx.newTensor2d(Type.F32, classes, batch);
-  const pred = ctx.argmax(out);
-  const ops: [string, Tensor][] = [
-    loss === OptLossType.CROSS_ENTROPY ? ["CROSS_ENTROPY_LOSS", ctx.crossEntropyLoss(out, labels)] : ["SUM", ctx.sum(ctx.sqr(ctx.sub(out, labels)))],
-    ["ARGMAX", pred],
-    ["COUNT_EQUAL", ctx.countEqual(pred, ctx.argmax(labels))],
-  ];
-  return ops.find(([, t]) => !backend.supportsOp(t))?.[0] ?? null;
 }

@@ -173,6 +173,10 @@ export class Sched {
   /** Each computed graph's tensors (nodes and their sources), with the node count they were listed at. */
   #tensorLists = new WeakMap<Graph, { nodes: number; tensors: Tensor[] }>();
   #busy = false;
+  /** Bumped whenever the native scheduler's assignment or allocation changes (see {@linkcode _generation}). */
+  #generation = 0;
+  /** ggml-opt allocated a graph of its own on the native scheduler since our last reset or allocation. */
+  #foreign = false;
   /** A synchronous compute is running (its eval callback, or an OptContext epoch's callback, runs JS meanwhile). */
   #computing = false;
 
@@ -273,6 +277,30 @@ export class Sched {
     return this.#live("sched");
   }
 
+  /**
+   * @ignore @internal Changes with every reset, split, reserve or allocation of the native
+   * scheduler, ours or ggml-opt's: an OptContext compares it to tell whether the graph it
+   * allocated is still the scheduler's.
+   */
+  get _generation(): number {
+    return this.#generation;
+  }
+
+  /**
+   * @ignore @internal ggml-opt allocated and computed a graph of its own on the native scheduler
+   * (`wsp_ggml_opt_epoch`), which stays allocated so that its next epoch computes the same splits
+   * (resetting it would make ggml split ggml-opt's graph copy again, whose sources the first
+   * split already pointed at the scheduler's input copies). Forgets our own allocation; the next
+   * one resets first. Returns the new generation.
+   */
+  _foreign(): number {
+    this.#allocated = undefined;
+    this.#splitSlots = [];
+    this.#placements.clear(); // ggml-opt's allocation reused the compute buffers
+    this.#foreign = true;
+    return ++this.#generation;
+  }
+
   #backend(what: string, b: Backend): number {
     if (!(b instanceof Backend) || !this.backends.includes(b)) throw new ArgumentError(`${what}: the backend is not one of the scheduler's`);
     return b._live(what);
@@ -359,6 +387,8 @@ export class Sched {
     this.#notComputing("reserve");
     const g = this.#graph("reserve", graph);
     this.#placements.clear(); // reserving may reallocate the compute buffers
+    this.#generation++;
+    this.#foreign = false; // ggml's reserve resets first
     const restore = asInputs(orphanLeafs(graph));
     let ok;
     try {
@@ -380,6 +410,8 @@ export class Sched {
     const p = this.#live("splitGraph");
     this.#notComputing("splitGraph");
     const g = this.#graph("splitGraph", graph);
+    if (this.#foreign) this.reset();
+    this.#generation++;
     const restore = asInputs(orphanLeafs(graph));
     try {
       withSplit(graph, () => sym().wsp_ggml_backend_sched_split_graph(p, g));
@@ -409,7 +441,10 @@ export class Sched {
   #splitSlots: SplitSlot[] = [];
 
   #alloc(what: string, p: number, graph: Graph, g: number): void {
-    if (this.#allocated) sym().wsp_ggml_backend_sched_reset(p);
+    // ggml asserts that an allocated scheduler is reset before it allocates again (ours, or ggml-opt's: #foreign).
+    if (this.#allocated || this.#foreign) sym().wsp_ggml_backend_sched_reset(p);
+    this.#foreign = false;
+    this.#generation++;
     this.#allocated = undefined;
     this.#splitSlots = [];
     this.#placements.clear();
@@ -576,6 +611,8 @@ export class Sched {
     sym().wsp_ggml_backend_sched_reset(this.pointer);
     this.#allocated = undefined;
     this.#splitSlots = [];
+    this.#foreign = false;
+    this.#generation++;
     return this;
   }
 

@@ -36,6 +36,13 @@ export { OptBuildType, OptLossType, OptOptimizerType };
 
 const sym = () => runtime().lib.symbols;
 const DATA = layouts.wsp_ggml_tensor.fields.data.offset;
+const TENSOR = layouts.wsp_ggml_tensor.fields;
+/**
+ * Offsets in `struct wsp_ggml_opt_context` (ggml-opt.cpp; no header declares it): its first
+ * members are pointers (`backend_sched`, `allocated_graph`, `allocated_graph_copy`, `ctx_static`,
+ * `ctx_cpu`, `ctx_compute`). The two we know the value of are checked before the one we write.
+ */
+const OPT_CTX = { backendSched: 0, allocatedGraph: 8, ctxCompute: 40 } as const;
 /** `WSP_GGML_DEFAULT_GRAPH_SIZE`: the size of the graphs ggml-opt builds. */
 const OPT_GRAPH_SIZE = 2048;
 
@@ -606,7 +613,7 @@ export class OptContext extends Owned {
     const pars = new Float32Array(7);
     const optimizer = options.optimizer ?? { type: "adamw" } as OptimizerParams;
     const optType = writeOptimizerParams("OptContext", optimizer, pars);
-    preflight(sched, ctxCompute, outputs, lossType, buildType);
+    preflight(sched, ctxCompute, outputs, lossType, buildType, optType);
 
     const s = sym();
     const P = layouts.wsp_ggml_opt_params.fields;
@@ -626,7 +633,19 @@ export class OptContext extends Owned {
     v.setBigUint64(P.get_opt_pars_ud.offset, BigInt(ffi.addressOf(pars)), true);
     const ptr = s.wsp_ggml_opt_init(ffi.addressOf(params));
     keepAlive(params);
-    super("optimization context", ptr, (p) => sym().wsp_ggml_opt_free(p), pars);
+    // A CPU buffer for the loss tensors the first backend cannot compute (#relocate), freed after ggml-opt's context.
+    const moved = { buffer: 0 };
+    super("optimization context", ptr, (p) => {
+      sym().wsp_ggml_opt_free(p);
+      if (moved.buffer !== 0) sym().wsp_ggml_backend_buffer_free(moved.buffer);
+    }, pars);
+    try {
+      moved.buffer = this.#relocate(ptr, sched);
+    } catch (e) {
+      this.free();
+      throw e;
+    }
+    this.#layoutKnown = ffi.readPointer(ptr, OPT_CTX.backendSched) === schedPtr && ffi.readPointer(ptr, OPT_CTX.ctxCompute) === ctxCompute._ptr;
     this.sched = sched;
     this.ctxCompute = ctxCompute;
     this.inputs = inputs;
@@ -637,6 +656,62 @@ export class OptContext extends Owned {
     this.batch = batch;
     this.#pars = pars;
     this.#optimizer = optimizer;
+  }
+
+  /** Whether `struct wsp_ggml_opt_context` starts as OPT_CTX says (checked once, after init). */
+  readonly #layoutKnown: boolean = false;
+  /** The scheduler's generation after this context's last epoch; undefined before the first. */
+  #schedGeneration: number | undefined;
+
+  /**
+   * ggml-opt keeps its loss, labels, predictions and count of correct ones in a buffer of the
+   * scheduler's first backend, and the scheduler must run an op whose tensor is in a buffer on
+   * that buffer's backend (ggml aborts: "pre-allocated tensor … cannot run the operation"), e.g.
+   * CROSS_ENTROPY_LOSS on ggml-vulkan. Those the first backend cannot run move to a buffer of the
+   * last (CPU) backend, whose ops the scheduler then runs there; what reads them (the scaled loss,
+   * the backward pass) gets them copied. Returns that buffer, or 0.
+   */
+  #relocate(opt: number, sched: Sched): number {
+    const s = sym();
+    const first = sched.backends[0], cpu = sched.backends[sched.backends.length - 1];
+    if (first === cpu) return 0;
+    const roots = [s.wsp_ggml_opt_loss(opt), s.wsp_ggml_opt_pred(opt), s.wsp_ggml_opt_ncorrect(opt)].filter((t) => t !== 0);
+    const staticBuf = ffi.readPointer(roots[0], TENSOR.buffer.offset);
+    const seen = new Set<number>(), move: number[] = [];
+    const walk = (t: number) => {
+      if (t === 0 || seen.has(t) || ffi.readPointer(t, TENSOR.buffer.offset) !== staticBuf) return;
+      seen.add(t);
+      const op = new DataView(ffi.view(t + TENSOR.op.offset, 4)).getInt32(0, true);
+      if (op !== 0 && !s.wsp_ggml_backend_supports_op(first.pointer, t)) {
+        if (!s.wsp_ggml_backend_supports_op(cpu.pointer, t)) {
+          throw new UnsupportedOpError(`OptContext: ggml-opt's ${ffi.readCString(t + TENSOR.name.offset)} (${ffi.readCString(s.wsp_ggml_op_desc(t))}) runs on neither ${first.name} nor ${cpu.name}`);
+        }
+        move.push(t);
+      }
+      for (let j = 0; j < TENSOR.src.length; j++) walk(ffi.readPointer(t, TENSOR.src.offset + 8 * j));
+    };
+    for (const r of roots) walk(r);
+    if (move.length === 0) return 0;
+    const buft = cpu.defaultBufferType.pointer;
+    const align = Number(s.wsp_ggml_backend_buft_get_alignment(buft));
+    const up = (n: number) => Math.ceil(n / align) * align;
+    const sizes = move.map((t) => up(Number(s.wsp_ggml_backend_buft_get_alloc_size(buft, t))));
+    const buffer = s.wsp_ggml_backend_buft_alloc_buffer(buft, sizes.reduce((a, b) => a + b, 0));
+    if (buffer === 0) throw new GgmlError("OUT_OF_MEMORY", `OptContext: could not allocate ${cpu.name} memory for ggml-opt's loss tensors`);
+    let at = s.wsp_ggml_backend_buffer_get_base(buffer);
+    move.forEach((t, i) => {
+      // wsp_ggml_backend_tensor_alloc takes a tensor without a buffer: detach it from ggml-opt's (which keeps the unused room).
+      const v = new DataView(ffi.view(t, layouts.wsp_ggml_tensor.size));
+      v.setBigUint64(TENSOR.buffer.offset, 0n, true);
+      v.setBigUint64(TENSOR.data.offset, 0n, true);
+      const status = s.wsp_ggml_backend_tensor_alloc(buffer, t, at);
+      if (status !== 0) {
+        s.wsp_ggml_backend_buffer_free(buffer);
+        throw new GgmlError("OUT_OF_MEMORY", `OptContext: could not place ggml-opt's ${ffi.readCString(t + TENSOR.name.offset)} in a ${cpu.name} buffer (status ${status})`);
+      }
+      at += sizes[i];
+    });
+    return buffer;
   }
 
   /** @ignore @internal Live check of the context and everything its graphs refer to. */
@@ -728,7 +803,9 @@ export class OptContext extends Owned {
    * One pass over `dataset` (`wsp_ggml_opt_epoch`): the first `idataSplit`
    * datapoints train the model (one optimizer step per `optPeriod`
    * batches), the rest are evaluated. `onProgress` is called after each
-   * batch. The scheduler is reset afterwards.
+   * batch. ggml-opt's graph stays allocated on the scheduler afterwards (the
+   * next epoch computes it again; the scheduler's next allocation of another
+   * graph resets it first, and this context then allocates its graph anew).
    *
    * @throws {ShapeError} / {GgmlTypeError} / {ArgumentError} for a dataset that does not fit the inputs / outputs / loss
    * @throws {BoundsError} for `idataSplit` outside 0 … ndata or not a multiple of the batch size
@@ -754,6 +831,12 @@ export class OptContext extends Owned {
     if (plan.length !== 0) {
       const inputs = this.inputs;
       scanIndices("epoch", plan.map((s) => (s.idx.viewSrc ?? s.idx) === inputs ? { ...s, data: dataset._raw("epoch") } : s));
+    }
+    // ggml-opt computes its allocated graph again as long as it is the one it needs, without telling the
+    // scheduler: after another allocation of the scheduler (ours, another OptContext's), it must allocate anew.
+    if (this.#schedGeneration !== undefined && this.#schedGeneration !== this.sched._generation) {
+      if (!this.#layoutKnown) throw new UnsupportedOpError("epoch: the scheduler allocated another graph since this context's last epoch, and this build's ggml-opt context cannot be told to allocate its graphs again (use a scheduler of its own)");
+      new DataView(ffi.view(p + OPT_CTX.allocatedGraph, 8)).setBigUint64(0, 0n, true);
     }
     let error: unknown;
     const cb = on
@@ -783,7 +866,9 @@ export class OptContext extends Owned {
       for (const h of held) h._hold(-1);
       leave?.();
       cb?.close();
-      this.sched.reset();
+      // Not reset: ggml-opt's graph stays allocated for the next epoch (a reset would make ggml split its graph copy
+      // again, whose sources the first split already pointed at the scheduler's input copies: NaN on a GPU + CPU split).
+      this.#schedGeneration = this.sched._foreign();
     }
     if (error !== undefined) throw error;
     return { train, eval: ev };
@@ -802,7 +887,7 @@ export class OptContext extends Owned {
  * backend, the graphs fit ggml-opt's 2048 nodes and the scheduler, and
  * `ctxCompute` can hold the graphs and the gradients.
  */
-function preflight(sched: Sched, ctxCompute: Context, outputs: Tensor, lossType: OptLossType, buildType: OptBuildType): void {
+function preflight(sched: Sched, ctxCompute: Context, outputs: Tensor, lossType: OptLossType, buildType: OptBuildType, optType: OptOptimizerType): void {
   const s = sym();
   const rt = runtime();
   const tensorOverhead = Number(s.wsp_ggml_tensor_overhead());
@@ -871,6 +956,23 @@ function preflight(sched: Sched, ctxCompute: Context, outputs: Tensor, lossType:
   for (const node of g.nodes()) {
     if (!sched.backends.some((b, i) => supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
       throw new UnsupportedOpError(`OptContext: no backend of the scheduler supports ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()}`);
+    }
+  }
+  // The optimizer step is a view of its parameter, which stays in the parameter's buffer: a backend that uses
+  // such buffers must run it (ggml aborts: "pre-allocated tensor … cannot run the operation").
+  if (buildType === OptBuildType.OPT) {
+    const hyper = scratch.newTensor1d(Type.F32, optType === OptOptimizerType.ADAMW ? 7 : 2);
+    for (const p of params) {
+      const buf = bufferOf(p);
+      if (buf === 0) continue;
+      const grad = scratch.newTensor(Type.F32, p.shape);
+      const step = optType === OptOptimizerType.ADAMW
+        ? scratch.optStepAdamw(p, grad, scratch.newTensor(Type.F32, p.shape), scratch.newTensor(Type.F32, p.shape), hyper)
+        : scratch.optStepSgd(p, grad, hyper);
+      const buft = s.wsp_ggml_backend_buffer_get_type(buf);
+      if (!sched.backends.some((b, i) => s.wsp_ggml_backend_supports_buft(b.pointer, buft) && supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, step._ptr), step))) {
+        throw new UnsupportedOpError(`OptContext: ${ffi.readCString(s.wsp_ggml_op_desc(step._ptr))} of parameter ${p.describe()} would run on the backend of its ${ffi.readCString(s.wsp_ggml_backend_buft_name(buft))} buffer, which does not support it (allocate the parameters on a backend that does)`);
+      }
     }
   }
   const free = ctxCompute.memSize - ctxCompute.usedMem;
