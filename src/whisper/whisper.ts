@@ -366,15 +366,18 @@ export class WhisperModel {
     };
     const onAbort = () => w.wsp_whisper_job_abort(job);
     o.signal?.addEventListener("abort", onAbort, { once: true });
-    const timer = setInterval(() => {
-      try {
-        poll();
-      } catch (e) {
-        // A callback's exception cannot stop whisper.cpp's threads: abort the run and reject with it.
-        failure ??= e;
-        w.wsp_whisper_job_abort(job);
-      }
-    }, POLL_MS);
+    // Without a callback there is nothing to deliver: the JS thread sleeps until the run settles.
+    const timer = o.onSegment || o.onProgress
+      ? setInterval(() => {
+        try {
+          poll();
+        } catch (e) {
+          // A callback's exception cannot stop whisper.cpp's threads: abort the run and reject with it.
+          failure ??= e;
+          w.wsp_whisper_job_abort(job);
+        }
+      }, POLL_MS)
+      : undefined;
     let failure: unknown;
     const start = performance.now();
     let status: number;
