@@ -8,7 +8,8 @@
  * its own threads, which none of the three runtimes can run JS on safely.
  * The run goes through a native job (`native/whisper/job.c`) that copies
  * finished segments and the progress into its own memory and reads an
- * abort flag; the JS thread polls the job while the run is pending and
+ * abort flag; while the run is pending, the JS thread polls the job (only
+ * when there is a callback to call) and
  * calls `onSegment` / `onProgress` there.
  *
  * @example
