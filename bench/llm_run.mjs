@@ -12,10 +12,11 @@
 // Writes the "Real model" section of bench/RESULTS.md (between its markers; bench/run.mjs keeps
 // the section when it rewrites the file) and bench/llm_results.json.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeResultsSection } from "./results_md.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const argv = process.argv.slice(2);
@@ -99,11 +100,7 @@ lines.push("", END);
 const section = lines.join("\n");
 
 if (!argv.includes("--no-write")) {
-  const file = join(root, "bench", "RESULTS.md");
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "# bench/RESULTS.md\n";
-  const at = text.indexOf(BEGIN), end = text.indexOf(END);
-  const next = at >= 0 && end > at ? text.slice(0, at) + section + text.slice(end + END.length) : `${text.trimEnd()}\n\n${section}\n`;
-  writeFileSync(file, next);
+  writeResultsSection(root, BEGIN, END, section);
   writeFileSync(join(root, "bench", "llm_results.json"), JSON.stringify({ seconds, load, runs: RUNS, reps: Number(REPS), threads: Number(THREADS), summary, processes: runs }, null, 1) + "\n");
   log("wrote the Real model section of bench/RESULTS.md and bench/llm_results.json");
 }

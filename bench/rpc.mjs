@@ -14,11 +14,12 @@
 // count them, so one extra Node process talks to the server through a TCP proxy here that counts
 // both directions, phase by phase (set-up, M calls, free).
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeResultsSection } from "./results_md.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const argv = process.argv.slice(2);
@@ -213,11 +214,7 @@ lines.push(
 const section = lines.join("\n");
 
 if (!argv.includes("--no-write")) {
-  const file = join(root, "bench", "RESULTS.md");
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "# bench/RESULTS.md\n";
-  const at = text.indexOf(BEGIN), end = text.indexOf(END);
-  const next = at >= 0 && end > at ? text.slice(0, at) + section + text.slice(end + END.length) : `${text.trimEnd()}\n\n${section}\n`;
-  writeFileSync(file, next);
+  writeResultsSection(root, BEGIN, END, section);
   writeFileSync(join(root, "bench", "rpc_results.json"), JSON.stringify({ seconds, load: { start: load0, end: load1 }, runs: RUNS, rounds: Number(ROUNDS), iters: Number(ITERS), server: "wsp-ggml rpc-server --threads 1 (node)", summary, bytes, processes: runs }, null, 1) + "\n");
   log("wrote the RPC over loopback section of bench/RESULTS.md and bench/rpc_results.json");
 }

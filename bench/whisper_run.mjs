@@ -31,6 +31,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeResultsSection } from "./results_md.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const argv = process.argv.slice(2);
@@ -267,11 +268,7 @@ lines.push("", END);
 const section = lines.join("\n").replaceAll(root, ".");
 
 if (!argv.includes("--no-write")) {
-  const file = join(root, "bench", "RESULTS.md");
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "# bench/RESULTS.md\n";
-  const at = text.indexOf(BEGIN), end = text.indexOf(END);
-  const next = at >= 0 && end > at ? text.slice(0, at) + section + text.slice(end + END.length) : `${text.trimEnd()}\n\n${section}\n`;
-  writeFileSync(file, next);
+  writeResultsSection(root, BEGIN, END, section);
   // Paths of this machine stay out of the JSON: clips by id, the model by its file name.
   const clean = (p) => ({ ...p, clips: p.clips.map(({ file, ...k }, i) => ({ id: clips[i].id, ...k })), modelInfo: undefined });
   writeFileSync(join(root, "bench", "whisper_results.json"), JSON.stringify({

@@ -153,6 +153,13 @@ async function cliServer(): Promise<Proc & { endpoint: string }> {
 }
 
 /** The C client against `endpoint`: its exit and output. */
+/** Runs the C client against `endpoint`: it exits 0 and reports its values identical to its own CPU's. */
+async function expectClientOk(endpoint: string): Promise<void> {
+  const r = await cClient(endpoint);
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /^OK \d+ values identical/m);
+}
+
 async function cClient(endpoint: string) {
   const p = start(CLIENT, [endpoint, LIBDIR]);
   try {
@@ -235,9 +242,7 @@ describe("RPC interop with llama.cpp's programs", { skip }, () => {
   test("the C client checks itself against llama.cpp's rpc-server (the client alone)", async () => {
     const server = await upstreamServer();
     try {
-      const r = await cClient(server.endpoint);
-      assert.equal(r.code, 0, r.out);
-      assert.match(r.out, /^OK \d+ values identical/m);
+      await expectClientOk(server.endpoint);
     } finally {
       server.child.kill("SIGKILL");
       await exitOf(server, 10_000, "upstream rpc-server");
@@ -247,9 +252,7 @@ describe("RPC interop with llama.cpp's programs", { skip }, () => {
   test("RpcServer (in this process) serves the C client: OK", async () => {
     const server = RpcServer.start({ port: 0, nThreads: 1 });
     try {
-      const r = await cClient(server.endpoint);
-      assert.equal(r.code, 0, r.out);
-      assert.match(r.out, /^OK \d+ values identical/m);
+      await expectClientOk(server.endpoint);
       assert.ok(server.clients >= 1, `clients: ${server.clients}`);
       assert.equal(server.dropped, 0);
     } finally {
@@ -260,9 +263,7 @@ describe("RPC interop with llama.cpp's programs", { skip }, () => {
   test("`wsp-ggml rpc-server` serves the C client: OK", async () => {
     const server = await cliServer();
     try {
-      const r = await cClient(server.endpoint);
-      assert.equal(r.code, 0, r.out);
-      assert.match(r.out, /^OK \d+ values identical/m);
+      await expectClientOk(server.endpoint);
     } finally {
       server.child.kill("SIGKILL");
       await exitOf(server, 10_000, "wsp-ggml rpc-server");
