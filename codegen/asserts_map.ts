@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { abortingFunctions, bindingRoots, reachable, scanTreeFull, scanWhisper, type Site, type TreeScan } from "./asserts.ts";
@@ -54,7 +54,7 @@ export interface Disposition {
 type FunctionEntry = string | Record<string, string>;
 type FileEntry = string | Record<string, FunctionEntry>;
 
-/** `docs/asserts.map.json`. */
+/** `docs/asserts.map.json` with the parts in `docs/asserts.map.d/` merged in. */
 export interface AssertMap {
   readonly dispositions: Record<string, Disposition>;
   readonly sites: Record<string, FileEntry>;
@@ -62,6 +62,8 @@ export interface AssertMap {
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const MAP_PATH = "docs/asserts.map.json";
+/** One file per backend reviewed on its own (`vulkan.json`, `metal.json`): each holds whole files of `sites` and its own dispositions. */
+export const MAP_PARTS = "docs/asserts.map.d";
 export const INVENTORY_PATH = "docs/asserts-inventory.md";
 export const VENDOR = "vendor/ggml";
 /** whisper.cpp (scripts/vendor.mjs); its sites are files `whisper/…`. */
@@ -69,8 +71,27 @@ export const WHISPER_VENDOR = "vendor/whisper";
 /** Whether a site is whisper.cpp's. */
 export const isWhisper = (s: Site): boolean => s.file.startsWith("whisper/");
 
+/**
+ * The map: {@link MAP_PATH} and every part in {@link MAP_PARTS}, merged. A part
+ * may not redefine a disposition id or a source file another part has.
+ */
 export function loadMap(root = ROOT): AssertMap {
-  return JSON.parse(readFileSync(join(root, MAP_PATH), "utf8")) as AssertMap;
+  const map = JSON.parse(readFileSync(join(root, MAP_PATH), "utf8")) as AssertMap;
+  const dir = join(root, MAP_PARTS);
+  if (!existsSync(dir)) return map;
+  const dispositions = { ...map.dispositions }, sites = { ...map.sites };
+  for (const name of readdirSync(dir).filter((n) => n.endsWith(".json")).sort()) {
+    const part = JSON.parse(readFileSync(join(dir, name), "utf8")) as AssertMap;
+    for (const [id, d] of Object.entries(part.dispositions ?? {})) {
+      if (id in dispositions) throw new Error(`${MAP_PARTS}/${name}: disposition ${id} is defined twice`);
+      dispositions[id] = d;
+    }
+    for (const [file, e] of Object.entries(part.sites ?? {})) {
+      if (file in sites) throw new Error(`${MAP_PARTS}/${name}: ${file} is mapped twice`);
+      sites[file] = e;
+    }
+  }
+  return { dispositions, sites };
 }
 
 /** The disposition id of `site`, and how it was found; undefined when the map lacks it. */
