@@ -21,7 +21,7 @@ import { join } from "node:path";
 import process from "node:process";
 import {
   allocCtxTensors, ArgumentError, Backend, type Buffer, ComputeError, Context, isRpcBackend, RpcError, rpcBackend, rpcCompute, rpcComputeAsync,
-  rpcDevice, rpcDeviceMemory, rpcFaultCount, rpcGuard, RpcServer, Sched, setRpcTimeout, type Tensor, tensorGet, tensorSet, Type,
+  rpcDevice, rpcDeviceMemory, rpcFaultCount, rpcGuard, RpcServer, Sched, setRpcTimeout, type Tensor, tensorGet, tensorSet, Type, UnsupportedOpError,
 } from "../src/mod.ts";
 import { root } from "./run.ts";
 import { createRng } from "../src/llm/sampler.ts";
@@ -192,6 +192,38 @@ describe("RPC backend", () => {
     m.free();
     ra.free();
     rb.free();
+  });
+
+  test("a tensor in an RPC buffer under a scheduler without the RPC backend: UnsupportedOpError, not ggml's abort", () => {
+    using server = RpcServer.start({ port: 0, nThreads: 1 });
+    const remote = rpcBackend(server.endpoint);
+    using cpu = Backend.cpu({ nThreads: 1 });
+    const w = new Context({ memSize: 1 << 16, noAlloc: true });
+    const a = w.newTensor1d(Type.F32, 4);
+    const pre = w.scale(a, 3).setOutput(); // a node allocated with the weights: pre-allocated in the RPC buffer
+    const buf = allocCtxTensors(w, remote)!;
+    tensorSet(a, new Float32Array([1, 2, 3, 4]));
+    const g = new Context({ memSize: 1 << 20, noAlloc: true });
+    const c = g.scale(a, 2).setOutput();
+    const gfLeaf = g.newGraph().buildForwardExpand(c), gfNode = g.newGraph().buildForwardExpand(pre);
+    const cpuOnly = new Sched({ backends: [cpu] });
+    const refused = (what: RegExp) => (e: unknown) => e instanceof UnsupportedOpError && /RPC\[.*\] buffer/.test(e.message) && what.test(e.message);
+    // ggml's split gives the leaf (op NONE) no backend and aborts: "pre-allocated tensor in a buffer that cannot run the operation".
+    assert.throws(() => cpuOnly.allocGraph(gfLeaf), refused(/the tensor .* takes it/));
+    assert.throws(() => cpuOnly.graphCompute(gfLeaf), refused(/takes it/));
+    assert.throws(() => cpuOnly.allocGraph(gfNode), refused(/SCALE.* runs it/));
+    cpuOnly.free();
+    // With the RPC backend in the scheduler both compute, and nothing was lost.
+    const both = new Sched({ backends: [remote, cpu] });
+    rpcCompute(both, gfLeaf);
+    assert.deepEqual([...(tensorGet(c) as Float32Array)], [2, 4, 6, 8]);
+    rpcCompute(both, gfNode);
+    assert.deepEqual([...(tensorGet(pre) as Float32Array)], [3, 6, 9, 12]);
+    both.free();
+    g.free();
+    buf.free();
+    w.free();
+    remote.free();
   });
 
   test("a server killed mid-session: RpcError, the process lives on, the CPU backend still computes", async () => {

@@ -168,8 +168,8 @@ export class Sched {
   readonly #eval: { cb?: { close(): void; pointer: number } } = {};
   #evalError: unknown;
   #graphs = new Map<number, Graph>();
-  /** The graphs whose every node a backend supports, with their node count when checked. */
-  #supported = new WeakMap<Graph, number>();
+  /** The graphs whose every node a backend supports, with their node and leaf counts when checked. */
+  #supported = new WeakMap<Graph, string>();
   /** Each computed graph's tensors (nodes and their sources), with the node count they were listed at. */
   #tensorLists = new WeakMap<Graph, { nodes: number; tensors: Tensor[] }>();
   #busy = false;
@@ -315,27 +315,31 @@ export class Sched {
     // Every node must have a backend that supports it (ggml asserts "all nodes should be assigned").
     // Checked once per graph and node count (a graph only grows; a node's op and types never change),
     // so that computing the same graph again (a decode loop) skips the per-node walk.
-    if (this.#supported.get(graph) !== graph.nNodes) {
+    const counted = `${graph.nNodes} ${graph.nLeafs}`;
+    if (this.#supported.get(graph) !== counted) {
       const s = sym();
       const types = this.backends.map((b) => b.device.type);
+      const runs = (b: Backend, i: number, t: Tensor) => supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, t._ptr), t);
       for (const node of graph.nodes()) {
-        if (!this.backends.some((b, i) => supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
+        if (!this.backends.some((b, i) => runs(b, i, node))) {
           throw new UnsupportedOpError(`${what}: no backend of the scheduler supports ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()}`);
         }
-        // A node already in a buffer (a context allocated on a backend; ggml-opt's loss on the first backend) stays
-        // there: a backend that can use that buffer must run its op (ggml aborts: "pre-allocated tensor in a buffer
-        // that cannot run the operation").
-        const buf = bufferOf(node);
+      }
+      // A tensor already in a buffer (a context allocated on a backend; ggml-opt's loss on the first backend; a
+      // weight on another device) stays there: a backend that can use that buffer must run its op, even a leaf's
+      // NONE (ggml aborts: "pre-allocated tensor in a buffer that cannot run the operation").
+      for (const t of [...graph.nodes(), ...graph._leafs()]) {
+        const buf = bufferOf(t);
         if (buf === 0) continue;
         const buft = s.wsp_ggml_backend_buffer_get_type(buf);
-        if (!this.backends.some((b, i) => s.wsp_ggml_backend_supports_buft(b.pointer, buft) && supports(types[i], s.wsp_ggml_backend_supports_op(b.pointer, node._ptr), node))) {
+        if (!this.backends.some((b, i) => s.wsp_ggml_backend_supports_buft(b.pointer, buft) && runs(b, i, t))) {
           throw new UnsupportedOpError(
-            `${what}: ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()} is in a ${ffi.readCString(s.wsp_ggml_backend_buft_name(buft))} buffer, and no backend of the scheduler that uses such buffers runs it (allocate it where one does)`,
+            `${what}: ${t.op === Op.NONE ? "the tensor" : ffi.readCString(s.wsp_ggml_op_desc(t._ptr))} ${t.describe()} is in a ${ffi.readCString(s.wsp_ggml_backend_buft_name(buft))} buffer, and no backend of the scheduler that uses such buffers ${t.op === Op.NONE ? "takes it" : "runs it"} (allocate it where one does, or add that buffer's backend to the scheduler)`,
           );
         }
       }
       checkAllocBound(what, graph);
-      this.#supported.set(graph, graph.nNodes);
+      this.#supported.set(graph, counted);
     }
     if (this.#parallel) {
       // Every distinct INPUT-flagged source, and the orphan leafs flagged INPUT for the split (asInputs).
