@@ -73,8 +73,9 @@ const pp = (n: number) => time(n, (r) => (model.forward(tokens(n, r + 1)), 0));
 const tg = (n: number) =>
   time(n, () => {
     let id = bos, argmaxMs = 0;
+    const out = new Float32Array(model.hparams.nVocab); // as generate() decodes: one logits array for every step
     for (let i = 0; i < n; i++) {
-      const logits = model.forward([id]);
+      const logits = model.forward([id], { out });
       const t = performance.now();
       id = argmax(logits);
       argmaxMs += performance.now() - t;

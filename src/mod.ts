@@ -106,6 +106,7 @@ export {
   tensorCopy,
   tensorGet,
   tensorGetBytes,
+  tensorGetInto,
   tensorMemset,
   tensorSet,
 } from "./backend/buffer.ts";

@@ -196,6 +196,17 @@ test(`KV cache: decoding token by token gives the full forward pass's logits (nM
   });
   // The test can tell positions apart: neighbouring rows differ by far more than the tolerance.
   for (let j = 1; j < steps.length; j++) assert.ok(nmse(row(full, k - 1 + j, V), row(full, k - 2 + j, V)) > 25 * KV_NMSE);
+  // The same decode into one caller's array (`out`): the same values each step, in that array.
+  model.reset();
+  const out = new Float32Array(V);
+  assert.equal(model.forward(tokens.slice(0, k), { out }), out);
+  assert.deepEqual(out, steps[0]);
+  for (let i = k; i < tokens.length; i++) {
+    assert.equal(model.forward([tokens[i]], { out }), out);
+    assert.deepEqual(out, steps[i - k + 1], `step ${i}: out holds this step's logits`);
+  }
+  assert.throws(() => model.forward([tokens[0]], { out: new Float32Array(V - 1) }), RangeError);
+  assert.throws(() => model.forward([tokens[0], tokens[1]], { allLogits: true, out }), RangeError);
   // Across the boundary of two decode graphs (KV_PAD positions each): decode vs a fresh batch over the same prefix.
   const long = Array.from({ length: KV_PAD + 2 }, (_, i) => tokens[i % tokens.length]);
   model.reset();

@@ -550,6 +550,21 @@ export function tensorGet(tensor: Tensor): TensorData {
   return ctor ? new ctor(raw.buffer as ArrayBuffer, 0, raw.length / ctor.BYTES_PER_ELEMENT) : raw;
 }
 
+/**
+ * Reads `out.byteLength` raw bytes from byte `offset` of the tensor into
+ * `out` (`wsp_ggml_backend_tensor_get`), with the checks of
+ * {@linkcode tensorGetBytes}: for a loop that reads the same tensor each
+ * step (a decoder's logits) without a new array each time.
+ *
+ * @throws {BoundsError} when the range runs past the tensor
+ */
+export function tensorGetInto(tensor: Tensor, out: ArrayBufferView, offset = 0): void {
+  if (!ArrayBuffer.isView(out)) throw new ArgumentError("tensorGetInto: out must be a typed array or DataView");
+  const bytes = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  checkAccess("tensorGet", tensor, offset, bytes.length);
+  if (bytes.length > 0) sym().wsp_ggml_backend_tensor_get(tensor._ptr, ffi.addressOf(bytes), offset, bytes.length);
+}
+
 /** Reads `length` raw bytes from byte `offset` of the tensor through its backend (`wsp_ggml_backend_tensor_get`). */
 export function tensorGetBytes(tensor: Tensor, offset = 0, length?: number): Uint8Array {
   const n = length ?? (tensor instanceof Tensor ? tensor.nbytes - offset : 0);

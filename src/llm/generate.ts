@@ -120,6 +120,8 @@ export function generate(model: GemmaModel, tokenizer: TokenizerLike, prompt: st
       if (!options.keepCache) model.reset();
       const t0 = performance.now();
       let logits = model.forward(ids);
+      // Every decode step writes its logits here (the sampler reads them before the next step).
+      const step = new Float32Array(logits.length);
       stats.promptTokens = ids.length;
       stats.promptMs = performance.now() - t0;
       // Generation time counts sampling and forward passes, not the time the consumer holds a piece.
@@ -143,7 +145,7 @@ export function generate(model: GemmaModel, tokenizer: TokenizerLike, prompt: st
         if (n + 1 < max) {
           if (model.nPast >= model.nCtx) break;
           t = performance.now();
-          logits = model.forward([id]);
+          logits = model.forward([id], { out: step });
           stats.generateMs += performance.now() - t;
         }
       }

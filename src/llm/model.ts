@@ -39,6 +39,7 @@ import {
   tensorCopy,
   tensorGet,
   tensorGetBytes,
+  tensorGetInto,
   tensorOverhead,
   tensorSet,
   Threadpool,
@@ -58,6 +59,9 @@ const GRAPH_SLOTS_PER_LAYER = 64;
 const DEQUANT_ROWS = 8192;
 /** Graphs kept (oldest dropped first). */
 const MAX_GRAPHS = 8;
+/** What #run returns for a batch whose logits are not read. */
+const EMPTY: Float32Array = new Float32Array(0);
+
 /** Rows of logits per batch when every row's logits are wanted (each row is nVocab floats). */
 const ALL_LOGITS_BATCH = 64;
 
@@ -149,6 +153,13 @@ export function evenLayers(nLayer: number, parts: number): number[][] {
 export interface ForwardOptions {
   /** Return the logits of every position (n × nVocab, row-major); default: only the last row. */
   readonly allLogits?: boolean;
+  /**
+   * Where to write the logits (nVocab floats, or n × nVocab with
+   * `allLogits`); forward returns it. A decode loop that passes the same
+   * array each step allocates nothing per token (each new array is 1 MiB
+   * for a 262k vocabulary, garbage until the next collection).
+   */
+  readonly out?: Float32Array;
 }
 
 /** Where the time of the forward passes went, in milliseconds (cumulative; see {@linkcode GemmaModel.stats}). */
@@ -437,21 +448,28 @@ export class GemmaModel {
       if (!Number.isInteger(t) || t < 0 || t >= hp.nVocab) throw new RangeError(`forward: token ${t} at ${i} is not in 0..${hp.nVocab - 1}`);
     }
     const all = options.allLogits ?? false;
+    const rows = all ? n : 1;
+    if (options.out !== undefined && !(options.out instanceof Float32Array && options.out.length === rows * hp.nVocab)) {
+      throw new RangeError(`forward: out must be a Float32Array of ${rows} × ${hp.nVocab} floats`);
+    }
     const batch = all ? Math.min(this.ubatch, ALL_LOGITS_BATCH) : this.ubatch;
-    // One batch: its logits as read (no second copy: a decode step allocates one array).
-    if (n <= batch) return this.#run(tokens, 0, n, all);
-    const out = new Float32Array((all ? n : 1) * hp.nVocab);
+    // One batch: its logits read once, into out or a new array.
+    if (n <= batch) return this.#run(tokens, 0, n, all, options.out);
+    const out = options.out ?? new Float32Array(rows * hp.nVocab);
     for (let i0 = 0; i0 < n; i0 += batch) {
       const m = Math.min(batch, n - i0);
-      const logits = this.#run(tokens, i0, m, all);
-      if (all) out.set(logits, i0 * hp.nVocab);
-      else if (i0 + m === n) out.set(logits);
+      // Only the rows returned are read: with one row, the earlier batches' logits stay on the backend.
+      if (all) this.#run(tokens, i0, m, all, out.subarray(i0 * hp.nVocab, (i0 + m) * hp.nVocab));
+      else this.#run(tokens, i0, m, all, i0 + m === n ? out : null);
     }
     return out;
   }
 
-  /** Computes tokens[i0 .. i0 + n) at positions nPast…; returns the logits tensor's data. */
-  #run(tokens: ArrayLike<number>, i0: number, n: number, all: boolean): Float32Array {
+  /**
+   * Computes tokens[i0 .. i0 + n) at positions nPast…; returns the logits
+   * tensor's data, read into `into` when given, not read when null.
+   */
+  #run(tokens: ArrayLike<number>, i0: number, n: number, all: boolean, into?: Float32Array | null): Float32Array {
     const hp = this.hparams, st = this.stats, p0 = this.#nPast;
     const nKv = Math.min(this.nCtx, Math.ceil((p0 + n) / KV_PAD) * KV_PAD);
     const step = this.#step(n, nKv, all);
@@ -494,7 +512,9 @@ export class GemmaModel {
     st.computeMs += t2 - t1;
     st.computes++;
     this.#nPast = p0 + n;
-    const logits = tensorGet(step.logits) as Float32Array;
+    let logits: Float32Array = EMPTY;
+    if (into) tensorGetInto(step.logits, logits = into);
+    else if (into === undefined) logits = tensorGet(step.logits) as Float32Array;
     t1 = performance.now();
     st.outputMs += t1 - t2;
     return logits;
