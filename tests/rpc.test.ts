@@ -194,7 +194,7 @@ describe("RPC backend", () => {
     rb.free();
   });
 
-  test("a tensor in an RPC buffer under a scheduler without the RPC backend: UnsupportedOpError, not ggml's abort", () => {
+  test("a tensor in an RPC buffer under a scheduler without the RPC backend, or pinned where it cannot run: UnsupportedOpError, not ggml's abort", () => {
     using server = RpcServer.start({ port: 0, nThreads: 1 });
     const remote = rpcBackend(server.endpoint);
     using cpu = Backend.cpu({ nThreads: 1 });
@@ -219,6 +219,11 @@ describe("RPC backend", () => {
     assert.deepEqual([...(tensorGet(c) as Float32Array)], [2, 4, 6, 8]);
     rpcCompute(both, gfNode);
     assert.deepEqual([...(tensorGet(pre) as Float32Array)], [3, 6, 9, 12]);
+    // ggml keeps a user's assignment as it is; setTensorBackend refuses one the backend cannot honour.
+    const permuted = g.mulMat(g.permute(g.newTensor3d(Type.F32, 4, 3, 2), 2, 0, 1, 3), g.newTensor3d(Type.F32, 3, 5, 4));
+    assert.throws(() => both.setTensorBackend(permuted, cpu), (e: unknown) => e instanceof UnsupportedOpError && /CPU does not run MUL_MAT/.test(e.message));
+    assert.throws(() => both.setTensorBackend(pre, cpu), (e: unknown) => e instanceof UnsupportedOpError && /RPC\[.*\] buffer, which CPU cannot use/.test(e.message));
+    both.setTensorBackend(pre, remote);
     both.free();
     g.free();
     buf.free();

@@ -462,25 +462,29 @@ export class Sched {
     } finally {
       restore();
     }
-    this.#cpuPlaced(what, p, graph);
+    this.#checkPlacement(what, p, graph);
     this.#allocated = graph;
   }
 
   /**
    * #graph accepts a node that some backend supports; ggml may still place it
-   * on a CPU backend (its sources' buffers, setTensorBackend, the CPU as the
-   * last resort), whose kernel may refuse its layout or parameters
-   * (cpuKernelRefusal). With CPU backends only, #graph already checked it.
+   * on one that does not (a node flagged INPUT goes to the last backend
+   * unasked), or on a CPU backend (its sources' buffers, the CPU as the last
+   * resort) whose kernel refuses its layout or parameters (cpuKernelRefusal).
+   * With CPU backends only, #graph already checked it.
    */
-  #cpuPlaced(what: string, p: number, graph: Graph): void {
+  #checkPlacement(what: string, p: number, graph: Graph): void {
     const cpus = this.backends.filter((b) => b.device.type === BackendDevType.CPU).map((b) => b.pointer);
     if (cpus.length === this.backends.length) return;
     const s = sym();
     for (const node of graph.nodes()) {
-      if (!cpus.includes(s.wsp_ggml_backend_sched_get_tensor_backend(p, node._ptr))) continue;
+      const placed = s.wsp_ggml_backend_sched_get_tensor_backend(p, node._ptr);
       let why: string | null;
       try {
-        why = cpuKernelRefusal(node);
+        // ggml places a node flagged INPUT on the last backend without asking it (pass 1).
+        const backend = this.backends.find((b) => b.pointer === placed);
+        if (backend !== undefined && !backend.supportsOp(node)) why = `${backend.name} does not support it`;
+        else why = cpus.includes(placed) ? cpuKernelRefusal(node) : null;
       } catch (e) {
         // A source that the split replaced by the scheduler's copy from another backend (a tensor
         // of ggml's own context, which no JS context knows): that node is not checked here.
@@ -490,7 +494,7 @@ export class Sched {
       if (why === null) continue;
       s.wsp_ggml_backend_sched_reset(p);
       this.#placements.clear();
-      throw new UnsupportedOpError(`${what}: ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()} was placed on the CPU backend, whose kernel refuses it: ${why} (place it on another backend with setTensorBackend)`);
+      throw new UnsupportedOpError(`${what}: ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()} was placed on a backend that cannot run it: ${why} (place it on another backend with setTensorBackend)`);
     }
   }
 
@@ -622,8 +626,17 @@ export class Sched {
 
   /** Pins `node` to `backend` for the next split (`wsp_ggml_backend_sched_set_tensor_backend`). */
   setTensorBackend(node: Tensor, backend: Backend): this {
-    const p = this.pointer;
-    sym().wsp_ggml_backend_sched_set_tensor_backend(p, tensorPtr("setTensorBackend", node), this.#backend("setTensorBackend", backend));
+    const p = this.pointer, s = sym();
+    const t = tensorPtr("setTensorBackend", node), b = this.#backend("setTensorBackend", backend);
+    // ggml keeps a user's assignment as it is: the backend gets the node even if it cannot run it.
+    if (!backend.supportsOp(node)) {
+      throw new UnsupportedOpError(`setTensorBackend: ${backend.name} does not run ${ffi.readCString(s.wsp_ggml_op_desc(t))} on ${node.describe()}`);
+    }
+    const buf = bufferOf(node);
+    if (buf !== 0 && !s.wsp_ggml_backend_supports_buft(b, s.wsp_ggml_backend_buffer_get_type(buf))) {
+      throw new UnsupportedOpError(`setTensorBackend: ${node.describe()} is in a ${ffi.readCString(s.wsp_ggml_backend_buffer_name(buf))} buffer, which ${backend.name} cannot use`);
+    }
+    s.wsp_ggml_backend_sched_set_tensor_backend(p, t, b);
     return this;
   }
 
