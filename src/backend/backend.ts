@@ -23,6 +23,8 @@ import { checkData, cpuHandlesTypes, Graph } from "../core/graph.ts";
 import { Tensor } from "../core/tensor.ts";
 import { Buffer, BufferType } from "./buffer.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
+import { checkVulkanGraph, vulkanRuns } from "./vulkan_checks.ts";
+import { checkMetalGraph, metalRuns } from "./metal_checks.ts";
 
 const sym = () => runtime().lib.symbols;
 const str = (p: number) => ffi.readCString(p) ?? "";
@@ -156,7 +158,7 @@ export class Device {
 
   /** Whether the device can compute `tensor`'s op (`wsp_ggml_backend_dev_supports_op`). */
   supportsOp(tensor: Tensor): boolean {
-    return supports(this.type, sym().wsp_ggml_backend_dev_supports_op(this.pointer, tensorPtr("supportsOp", tensor)), tensor);
+    return supports(this.type, sym().wsp_ggml_backend_dev_supports_op(this.pointer, tensorPtr("supportsOp", tensor)), tensor) && vulkanRuns(this, tensor) && metalRuns(this, tensor);
   }
 
   /** Whether the device can use buffers of `type` (`wsp_ggml_backend_dev_supports_buft`). */
@@ -703,7 +705,7 @@ export class Backend {
 
   /** Whether it can compute `tensor`'s op with these types (`wsp_ggml_backend_supports_op`, and the CPU kernels' type table). */
   supportsOp(tensor: Tensor): boolean {
-    return supports(this.device.type, sym().wsp_ggml_backend_supports_op(this.pointer, tensorPtr("supportsOp", tensor)), tensor);
+    return supports(this.device.type, sym().wsp_ggml_backend_supports_op(this.pointer, tensorPtr("supportsOp", tensor)), tensor) && vulkanRuns(this.device, tensor) && metalRuns(this.device, tensor);
   }
 
   /** Whether it can use buffers of `type` (`wsp_ggml_backend_supports_buft`). */
@@ -764,6 +766,10 @@ export class Backend {
       if (!supports(type, s.wsp_ggml_backend_supports_op(this.#h.ptr, n._ptr), n)) {
         throw new UnsupportedOpError(`${what}: ${this.name} does not support ${str(s.wsp_ggml_op_desc(n._ptr))} on ${n.describe()}`);
       }
+    }
+    if (type !== BackendDevType.CPU) {
+      checkVulkanGraph(what, this, graph);
+      checkMetalGraph(what, this, graph);
     }
     graph._checkIndices(what);
   }

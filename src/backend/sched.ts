@@ -28,6 +28,21 @@ const VIEW_OPS: ReadonlySet<number> = new Set([Op.VIEW, Op.RESHAPE, Op.PERMUTE, 
 const FLAGS = layouts.wsp_ggml_tensor.fields.flags.offset;
 
 /**
+ * For a node placed on a non-CPU backend: a source in a context's own memory
+ * (data, no backend buffer) that ggml placed on a non-CPU backend too, so
+ * that it copies nothing and the device reads a host pointer as its own
+ * buffer (ggml-vulkan: a crash). Placed on a CPU backend, ggml copies it.
+ */
+function poolSource(s: ReturnType<typeof sym>, p: number, node: Tensor, cpus: readonly number[], backend: Backend | undefined): string | null {
+  for (const src of sourcesOf(node)) {
+    if (bufferOf(src) !== 0 || src._data === 0) continue;
+    if (cpus.includes(s.wsp_ggml_backend_sched_get_tensor_backend(p, src._ptr))) continue;
+    return `its source ${src.describe()} is in a context's own memory, which ${backend?.name ?? "that backend"} cannot read (allocate it in a backend buffer: a noAlloc context and allocCtxTensors)`;
+  }
+  return null;
+}
+
+/**
  * The leafs of `graph` that ggml's backend assignment leaves without a
  * backend: in no backend buffer, not flagged INPUT, and read by view ops
  * only (pass 4 of `wsp_ggml_backend_sched_split_graph` assigns a source the
@@ -484,7 +499,7 @@ export class Sched {
         // ggml places a node flagged INPUT on the last backend without asking it (pass 1).
         const backend = this.backends.find((b) => b.pointer === placed);
         if (backend !== undefined && !backend.supportsOp(node)) why = `${backend.name} does not support it`;
-        else why = cpus.includes(placed) ? cpuKernelRefusal(node) : null;
+        else why = cpus.includes(placed) ? cpuKernelRefusal(node) : poolSource(s, p, node, cpus, backend);
       } catch (e) {
         // A source that the split replaced by the scheduler's copy from another backend (a tensor
         // of ggml's own context, which no JS context knows): that node is not checked here.
