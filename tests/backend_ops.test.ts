@@ -23,15 +23,39 @@ import { allCases, type CaseResult, compareCases, directSide, MATMUL_TYPES, type
 const cases = allCases();
 
 /**
- * A known problem, seen on this machine's lavapipe (Mesa's software Vulkan, whose device memory is host
- * memory) with the Vulkan backend of llama.cpp b6673: the whole table in one process often ends in
- * glibc's "malloc(): smallbin double linked list corrupted" / "corrupted double-linked list" (SIGABRT) or
- * a SIGSEGV, somewhere after case 120 (Deno and Bun: twice right after case 169 of 183, the f32 conv_2d;
- * Node: sometimes not at all), every case finished before it equal to the CPU's. With "count_equal of
- * argmaxes [10,40]" left out, 4 runs of 4 did not crash; that case alone, 300 times, does not either; with
- * it moved last, runs still died before it. Cause open.
+ * A known problem of lavapipe, not of the binding or of ggml-vulkan: Mesa 22.3.6's lavapipe (Debian
+ * bookworm's mesa-vulkan-drivers, LLVM 15) reads memory that it freed itself. The whole table in one
+ * process often dies of glibc's "malloc(): smallbin double linked list corrupted" / "double free or
+ * corruption" / "free(): invalid pointer" (SIGABRT) or a SIGSEGV, after case 169 of 183 (during the
+ * conv_2d cases): Deno 16 runs of 18, Bun 3 of 3, Node 0 of 3 (Node survives more often, not always).
+ * Every case finished before is equal to the CPU's.
+ *
+ * - valgrind (memcheck) on the child: apart from known false positives (ld.so's strncmp, koffi's stack
+ *   switch), every invalid access is inside libvulkan_lvp.so. Memory that lavapipe allocates and frees
+ *   within vkCreateComputePipelines (called on ggml-vulkan's pipeline compile thread) is read later by
+ *   a lavapipe worker thread while it executes a dispatch (lavapipe compiles a shader variant on first
+ *   use); under valgrind that thread then dereferences a pointer read from the freed block (address
+ *   0xe8) and the process dies of SIGSEGV; in a longer run (cases 97-183) the same thread calls free()
+ *   on a block already freed, glibc's "double free or corruption" when nothing stops it. No invalid
+ *   read, write or free comes from the binding, libwsp-ggml or libggml-vulkan (cases 97-183 and 140,
+ *   166-172 on Deno; 27 cases from scale to count_equal on Node).
+ * - Khronos' validation layer over the whole table reports nothing against ggml-vulkan's use of Vulkan.
+ * - Causal check: with free() made a no-op only for lavapipe's calls off the main thread (an
+ *   LD_PRELOAD shim used for the diagnosis only; buffers, which ggml frees on the main thread, are still
+ *   freed), Deno ran the whole table 4 times of 4 and cases 140, 166-172 6 times of 6 without a crash
+ *   (without it, the same day: the whole table crashed in 16 runs of 18, cases 140, 166-172 in 8 of 10).
+ * - Which cases: the crash comes only after many pipelines were compiled and used; the smallest set
+ *   found is 140 (flash_attn_ext), 166-172 (im2col, conv_2d): 8 crashes in 10 on Deno. Each of the 183
+ *   cases in its own child process passed (Deno, one sweep: 51 s, against 5 s for the table in one child).
+ * - Limiting ggml-vulkan to one pipeline compile at a time does not help (8 crashes in 8), nor does
+ *   MALLOC_PERTURB_=165 (1 run).
+ *
+ * What the test does about it: when the child dies of it, a new child resumes at the case it died in, so
+ * every case is compared (a case per child would cost ~0.3 s each on Deno, ~0.7 s on Node). Another
+ * lavapipe may not have it (whether newer Mesa releases fixed it was not checked).
+ * `WSP_GGML_OPS_ONLY=140,166-172` (gpu_compare_child.ts) runs a subset to look into it.
  */
-const KNOWN_CRASH = { signature: /corrupted|malloc\(\)|SIGSEGV|SIGABRT|status 13[49]/, what: "a heap corruption", minCases: 100 };
+const KNOWN_CRASH = { signature: /corrupted|malloc\(\)|free\(\)|SIGSEGV|SIGABRT|status 13[49]/, what: "lavapipe's heap corruption", maxChildren: 6 };
 
 function check(label: string, results: CaseResult[], minPassed: number): void {
   const text = summarize(label, results);
@@ -68,19 +92,36 @@ describe("backend ops", () => {
       test(`CPU vs ${run.device} (${run.description})`, () => check(`CPU vs ${run.device}`, run.results, Math.floor(cases.length / 2)));
     }
   } else if (plan.where === "child") {
-    test(`CPU vs Vulkan, in a child with ${VK_VISIBLE_ENV}=0 (lavapipe)`, () => {
-      const r = runGpuChildRaw("ops");
-      const runs = streamedCases(r.stdout);
-      if (r.status === 0 && runs.size === 0) return void console.log(`skipped: no GPU device even with ${VK_VISIBLE_ENV}=0`);
-      assert.ok(runs.size > 0, `no case ran\n${describeChild(r)}`);
-      for (const [device, results] of runs) check(`CPU vs ${device} (lavapipe)`, results, r.status === 0 ? Math.floor(cases.length / 2) : KNOWN_CRASH.minCases);
-      if (r.status !== 0 || r.signal !== null) {
-        // KNOWN ISSUE (tests/backend_ops.test.ts, KNOWN_CRASH): the process dies of a heap corruption after 120-150
-        // cases on lavapipe; every case it finished is compared above. Anything else fails.
+    test(`CPU vs Vulkan, in a child with ${VK_VISIBLE_ENV}=0 (lavapipe): every case, resumed after lavapipe's crash`, () => {
+      // The table runs in one child; when lavapipe kills it (KNOWN_CRASH), a new child resumes at the case it
+      // died in. A case that kills a fresh child before finishing anything is not lavapipe's accumulated
+      // state: it fails the test, as does a death that is not a heap corruption or more than MAX_CHILDREN.
+      const all = new Map<string, CaseResult[]>();
+      const deaths: string[] = [];
+      for (let next = 1, children = 0; next <= cases.length; children++) {
+        assert.ok(children < KNOWN_CRASH.maxChildren, `${children} children died before the table's end:\n${deaths.join("\n")}`);
+        const r = runGpuChildRaw("ops", [], { WSP_GGML_OPS_ONLY: `${next}-${cases.length}` });
+        const runs = streamedCases(r.stdout);
+        if (r.status === 0 && runs.size === 0 && children === 0) return void console.log(`skipped: no GPU device even with ${VK_VISIBLE_ENV}=0`);
+        assert.ok(runs.size <= 1, `one GPU device expected on lavapipe, got ${[...runs.keys()].join(", ")}`);
+        const [device, results] = [...runs][0] ?? ["", []];
+        if (device) all.set(device, [...all.get(device) ?? [], ...results]);
+        if (r.status === 0 && r.signal === null) {
+          assert.equal(next + results.length - 1, cases.length, `the child ended early\n${describeChild(r)}`);
+          break;
+        }
         assert.match(`${r.stderr}\n${r.signal} status ${r.status}`, KNOWN_CRASH.signature, `the child died otherwise\n${describeChild(r)}`);
-        const done = [...runs.values()][0].length;
-        console.log(`KNOWN ISSUE: the lavapipe child died (${r.signal ?? `status ${r.status}`}: ${KNOWN_CRASH.what}) after ${done} of ${cases.length} cases, all of which were compared`);
+        assert.ok(results.length > 0, `a fresh child died in case ${next} (${cases[next - 1].name}) before finishing one: not the known crash\n${describeChild(r)}`);
+        deaths.push(`died (${r.signal ?? `status ${r.status}`}) in case ${next + results.length} after ${results.length} cases`);
+        next += results.length;
       }
+      assert.ok(all.size > 0, "no case ran");
+      for (const [device, results] of all) {
+        assert.deepEqual(results.map((x) => x.name), cases.map((c) => c.name), "every case, once, in order");
+        check(`CPU vs ${device} (lavapipe)`, results, Math.floor(cases.length / 2));
+      }
+      // KNOWN ISSUE (KNOWN_CRASH): lavapipe's own use-after-free; each death is reported, every case was compared.
+      if (deaths.length) console.log(`KNOWN ISSUE: lavapipe killed the child ${deaths.length} time(s) (${KNOWN_CRASH.what}): ${deaths.join("; ")}; all ${cases.length} cases were compared`);
     });
   } else {
     test("CPU vs a GPU device", { skip: plan.reason }, () => {});

@@ -45,8 +45,8 @@ export function runGpuChild<T>(mode: string, extra: string[] = []): { report: T 
 }
 
 /** Runs this program in a child with lavapipe made visible: its exit and output, whatever they are. */
-export function runGpuChildRaw(mode: string, extra: string[] = []): ReturnType<typeof runChild> {
-  return runChild(join(root, "tests", "gpu_compare_child.ts"), { argv: ["--gpu-compare", mode, ...extra], env: { [VK_VISIBLE_ENV]: "0" }, timeoutMs: 590_000 });
+export function runGpuChildRaw(mode: string, extra: string[] = [], env: Record<string, string> = {}): ReturnType<typeof runChild> {
+  return runChild(join(root, "tests", "gpu_compare_child.ts"), { argv: ["--gpu-compare", mode, ...extra], env: { [VK_VISIBLE_ENV]: "0", ...env }, timeoutMs: 590_000 });
 }
 
 /** The `gpu-case` lines of an `ops` child: every case result it printed, by device. */
@@ -60,6 +60,16 @@ export function streamedCases(stdout: string): Map<string, CaseResult[]> {
   return out;
 }
 
+/** The positions a list such as "1-54,160,170-183" names. */
+function positions(list: string): Set<number> {
+  const out = new Set<number>();
+  for (const part of list.split(",")) {
+    const [a, b = a] = part.split("-").map(Number);
+    for (let i = a; i <= b; i++) out.add(i);
+  }
+  return out;
+}
+
 /** The op table, CPU (2 threads) vs each GPU device. */
 export function compareOps(): { device: string; description: string; results: CaseResult[] }[] {
   return gpus.map((dev) => {
@@ -67,7 +77,9 @@ export function compareOps(): { device: string; description: string; results: Ca
     using gpu = dev.init();
     // WSP_GGML_OPS_FILTER: a regular expression the case names must match (to look into one case).
     const filter = process.env.WSP_GGML_OPS_FILTER ? new RegExp(process.env.WSP_GGML_OPS_FILTER) : null;
-    const cases = allCases().filter((c) => !filter || filter.test(c.name));
+    // WSP_GGML_OPS_ONLY: 1-based positions in the table, as a list of numbers and ranges ("1-54,160-183").
+    const only = process.env.WSP_GGML_OPS_ONLY ? positions(process.env.WSP_GGML_OPS_ONLY) : null;
+    const cases = allCases().filter((c, i) => (!filter || filter.test(c.name)) && (!only || only.has(i + 1)));
     return { device: dev.name, description: dev.description, results: compareCases(cases, directSide("CPU", ref), directSide(dev.name, gpu), {
       // Each result as it comes, so that the parent keeps them if the process dies later.
       onResult: (r) => console.log(`gpu-case ${JSON.stringify({ device: dev.name, ...r, err: Number.isFinite(r.err) ? r.err : String(r.err) })}`),
