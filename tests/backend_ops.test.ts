@@ -112,7 +112,8 @@ describe("backend ops", () => {
         }
         assert.match(`${r.stderr}\n${r.signal} status ${r.status}`, KNOWN_CRASH.signature, `the child died otherwise\n${describeChild(r)}`);
         assert.ok(results.length > 0, `a fresh child died in case ${next} (${cases[next - 1].name}) before finishing one: not the known crash\n${describeChild(r)}`);
-        deaths.push(`died (${r.signal ?? `status ${r.status}`}) in case ${next + results.length} after ${results.length} cases`);
+        const at = next + results.length;
+        deaths.push(`died (${r.signal ?? `status ${r.status}`}) ${at > cases.length ? "after the last case (at exit)" : `in case ${at}`}, ${results.length} cases done in that child`);
         next += results.length;
       }
       assert.ok(all.size > 0, "no case ran");
