@@ -13,13 +13,12 @@
  *
  * @module
  */
-import { BackendDevType, layouts, Op, Type } from "../ffi/bindings.gen.ts";
+import { BackendDevType, Op, Type } from "../ffi/bindings.gen.ts";
 import { UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
-import { i64At, type Tensor } from "../core/tensor.ts";
+import type { Tensor } from "../core/tensor.ts";
+import { dense0, srcAt } from "../core/checks.ts";
 import type { Graph } from "../core/graph.ts";
 import type { Backend, Device } from "./backend.ts";
-
-const SRC_OFFSET = layouts.wsp_ggml_tensor.fields.src.offset;
 
 /**
  * `maxTotalThreadsPerThreadgroup` of a Metal pipeline: 1024 on every GPU a
@@ -54,14 +53,6 @@ const MUL_MV: ReadonlyMap<number, number> = new Map([
 /** The experts-used counts ggml-metal.metal instantiates `kernel_mul_mm_id_map0` for. */
 const MAP0_NE20: ReadonlySet<number> = new Set([1, 2, 4, 6, 8, 10, 16]);
 
-/** `node->src[i]`, NULL slots kept (Tensor.src drops them, which would shift a flash attention's sinks into the mask's slot). */
-function srcAt(node: Tensor, i: number): Tensor | null {
-  const p = i64At(node.context._w, node._off + SRC_OFFSET + 8 * i);
-  return p === 0 ? null : node.context._resolve(p);
-}
-
-/** `nb[0]` is the type's size. */
-const dense0 = (t: Tensor) => t._nb(0) === t.traits.typeSize;
 /** `wsp_ggml_is_contiguous_rows`: one block per row, or dense elements. */
 const contiguousRows = (t: Tensor) => t._ne(0) === t.traits.blckSize || dense0(t);
 const nelements = (t: Tensor) => t._ne(0) * t._ne(1) * t._ne(2) * t._ne(3);

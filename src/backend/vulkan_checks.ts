@@ -8,17 +8,17 @@
  *
  * @module
  */
-import { BackendDevType, layouts, Op, ScaleMode, Type } from "../ffi/bindings.gen.ts";
+import { BackendDevType, Op, ScaleMode, Type } from "../ffi/bindings.gen.ts";
 import { ArgumentError, BoundsError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
 import { ffi } from "../runtime/loader.ts";
 import { runtime } from "../runtime/runtime.ts";
 import type { Graph } from "../core/graph.ts";
 import type { Tensor } from "../core/tensor.ts";
+import { dense0, srcAt } from "../core/checks.ts";
 import type { Backend, Device } from "./backend.ts";
 import { bufferOf, graphTensors } from "./backend.ts";
 
 const sym = () => runtime().lib.symbols;
-const SRC = layouts.wsp_ggml_tensor.fields.src;
 /** `UINT32_MAX`: ggml-vulkan's push constants hold element counts as 32-bit integers. */
 const MAX_ELEMENTS = 0xffffffff;
 /** `WSP_GGML_SCALE_FLAG_ALIGN_CORNERS` (ggml.h). */
@@ -57,15 +57,6 @@ export function vulkanRuns(device: Device, node: Tensor): boolean {
     throw e;
   }
 }
-
-/** `node->src[i]`, NULL slots kept (Tensor.src drops them, which shifts a soft_max's sinks). */
-function srcAt(node: Tensor, i: number): Tensor | null {
-  const p = ffi.readPointer(node._ptr, SRC.offset + 8 * i);
-  return p === 0 ? null : node.context._resolve(p);
-}
-
-/** `nb[0]` is the type's size (the elements of a row are dense). */
-const dense0 = (t: Tensor) => t.nb(0) === t.traits.typeSize;
 
 /** The ops that compute nothing (ggml-vulkan returns before them). */
 const NO_OP: ReadonlySet<number> = new Set([Op.NONE, Op.VIEW, Op.RESHAPE, Op.PERMUTE, Op.TRANSPOSE]);

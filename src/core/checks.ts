@@ -741,8 +741,8 @@ function addRelPos(op: string, a: Tensor, pw: Tensor, ph: Tensor): void {
 
 /** ops.h `WSP_GGML_IM2COL_WORK_SIZE`: the work buffer graph_plan gives conv_2d / conv_3d. */
 const IM2COL_WORK_SIZE = 16 * 1024 * 1024;
-/** Whether `t`'s elements are dense in a row (`nb[0] == type_size`), as most CPU kernels assert. */
-const dense0 = (t: Tensor) => t._nb(0) === t.traits.typeSize;
+/** @ignore @internal Whether `t`'s elements are dense in a row (`nb[0] == type_size`), as most kernels assert. */
+export const dense0 = (t: Tensor) => t._nb(0) === t.traits.typeSize;
 const strided = (what: string, t: Tensor) => `${what} ${t.describe()} has strided elements (nb0 = ${t._nb(0)}, not ${t.traits.typeSize}; use ctx.cont())`;
 const noncontiguous = (what: string, t: Tensor) => `${what} ${t.describe()} is not contiguous (use ctx.cont())`;
 /** Dense rows, row r (of all ne1·ne2·ne3) at r·nb1: the kernels that walk rows by nb1 alone (ops.cpp gelu, silu). */
@@ -984,8 +984,8 @@ export function cpuKernelRefusal(node: Tensor): string | null {
 // ---- the backward pass (wsp_ggml_build_backward_expand / wsp_ggml_compute_backward) ----
 
 const SRC_OFFSET = layouts.wsp_ggml_tensor.fields.src.offset;
-/** `src[i]` by position (the `src` getter leaves the NULLs out). */
-function srcAt(t: Tensor, i: number): Tensor | null {
+/** @ignore @internal `src[i]` by position (the `src` getter leaves the NULLs out, which would shift later slots). */
+export function srcAt(t: Tensor, i: number): Tensor | null {
   const p = i64At(t.context._w, t._off + SRC_OFFSET + 8 * i);
   return p === 0 ? null : t.context._resolve(p);
 }
