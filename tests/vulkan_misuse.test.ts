@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import {
-  allocCtxTensors, Backend, BackendBufferUsage, BackendDevType, Context, cpuBufferType, devices, Gallocr, type Graph, loadLibrary, Sched, tensorGet, tensorSet, Type,
+  allocCtxTensors, Backend, BackendBufferUsage, type BufferType, BackendDevType, Context, cpuBufferType, devices, Gallocr, type Graph, loadLibrary, Sched, tensorGet, tensorSet, Type,
 } from "../mod.ts";
 import { runtime } from "../src/runtime/runtime.ts";
 import { vulkanRefusal } from "../src/backend/vulkan_checks.ts";
@@ -52,6 +52,24 @@ function onDevice(vk: Backend, keep: { free(): void }[], fill: (w: Context) => v
   return { graph, node };
 }
 
+/** `add(a, a)` with every tensor allocated in a buffer of `buft` (one the Vulkan backend cannot compute on). */
+function inBufferCase(name: string, message: RegExp, buft: (vk: Backend) => BufferType): Case {
+  return {
+    name,
+    error: "ArgumentError",
+    message,
+    build: (vk, keep) => {
+      const w = new Context({ memSize: 1 << 20, noAlloc: true });
+      keep.push(w);
+      const a = w.newTensor1d(Type.F32, 4);
+      const y = w.add(a, a);
+      keep.push(allocCtxTensors(w, buft(vk))!);
+      tensorSet(a, new Float32Array([1, 2, 3, 4]));
+      return { graph: w.newGraph().buildForwardExpand(y) };
+    },
+  };
+}
+
 /** A node whose types ggml-vulkan's supports_op accepts and its kernels do not: operands of `shapes` in the device's buffer, `op` of them. */
 function kernelCase(name: string, message: RegExp, shapes: [Type, number[]][], op: (g: Context, ts: import("../mod.ts").Tensor[]) => import("../mod.ts").Tensor): Case {
   return {
@@ -78,34 +96,8 @@ const CASES: readonly Case[] = [
       return { graph: ctx.newGraph().buildForwardExpand(ctx.add(a, a)) };
     },
   },
-  {
-    name: "tensors in a CPU buffer",
-    error: "ArgumentError",
-    message: /is in a CPU buffer, which Vulkan0 cannot compute on/,
-    build: (_vk, keep) => {
-      const w = new Context({ memSize: 1 << 20, noAlloc: true });
-      keep.push(w);
-      const a = w.newTensor1d(Type.F32, 4);
-      const y = w.add(a, a);
-      keep.push(allocCtxTensors(w, cpuBufferType())!);
-      tensorSet(a, new Float32Array([1, 2, 3, 4]));
-      return { graph: w.newGraph().buildForwardExpand(y) };
-    },
-  },
-  {
-    name: "tensors in the Vulkan host buffer",
-    error: "ArgumentError",
-    message: /is in a Vulkan_Host buffer, which Vulkan0 cannot compute on/,
-    build: (vk, keep) => {
-      const w = new Context({ memSize: 1 << 20, noAlloc: true });
-      keep.push(w);
-      const a = w.newTensor1d(Type.F32, 4);
-      const y = w.add(a, a);
-      keep.push(allocCtxTensors(w, vk.device.hostBufferType!)!);
-      tensorSet(a, new Float32Array([1, 2, 3, 4]));
-      return { graph: w.newGraph().buildForwardExpand(y) };
-    },
-  },
+  inBufferCase("tensors in a CPU buffer", /is in a CPU buffer, which Vulkan0 cannot compute on/, () => cpuBufferType()),
+  inBufferCase("tensors in the Vulkan host buffer", /is in a Vulkan_Host buffer, which Vulkan0 cannot compute on/, (vk) => vk.device.hostBufferType!),
   {
     name: "softMax of a view at a misaligned offset",
     error: "UnsupportedOpError",
