@@ -5,8 +5,11 @@
 // metalRuns is true for the CPU device on all of them (CPU and Vulkan are untouched).
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BackendDevType, Context, deviceByType, OpPool, type Tensor, Type, UnaryOp } from "../mod.ts";
-import { isMetalDevice, metalRefusal, metalRuns } from "../src/backend/metal_checks.ts";
+import { BackendDevType, Context, cpuBufferType, deviceByType, OpPool, type Tensor, Type, UnaryOp } from "../mod.ts";
+import {
+  checkMetalBufferType, checkMetalDevice, isMetalDevice, METAL_PRIVATE, metalExpertCopyRefusal, metalPrivateRefusal, metalRefusal, metalRuns,
+} from "../src/backend/metal_checks.ts";
+import { pickDevice } from "../src/backend/backend.ts";
 
 const ctx = new Context({ memSize: 64 << 20, noAlloc: true });
 const t = (type: Type, ...ne: number[]) => ctx.newTensor(type, ne);
@@ -169,5 +172,39 @@ describe("metalRuns", () => {
       assert.equal(metalRuns(cpu, bad()), true);
       assert.equal(metalRuns(cpu, good()), true);
     }
+  });
+});
+
+// Copies into and out of a Metal buffer go through newBufferWithBytesNoCopy over the caller's memory
+// (asserted: wsp_ggml_metal_buffer_set_tensor / _get_tensor, wsp_ggml_metal_get_tensor_async), which
+// Metal refuses for memory that is not page-aligned, and a discrete GPU for host memory at all.
+describe("Metal host copies", () => {
+  test("a device with private buffers is refused, with what to do; a device with shared ones is not", () => {
+    const why = metalPrivateRefusal("AMD Radeon Pro Vega 56", METAL_PRIVATE);
+    assert.match(why ?? "", /AMD Radeon Pro Vega 56 keeps its buffers in memory the host cannot map/);
+    assert.match(why ?? "", /compute on the CPU/);
+    assert.equal(metalPrivateRefusal("Apple M2", "Metal"), null);
+  });
+
+  test("auto and gpu pass over an unusable device, a name still picks it (its init then refuses)", () => {
+    const CPU = { name: "CPU", type: BackendDevType.CPU }, AMD = { name: "Metal", type: BackendDevType.GPU, usable: false };
+    const IGPU = { name: "Vulkan1", type: BackendDevType.IGPU };
+    assert.equal(pickDevice([AMD, CPU], "auto"), 1);
+    assert.equal(pickDevice([AMD, IGPU, CPU], "gpu"), 1);
+    assert.throws(() => pickDevice([AMD, CPU], "gpu"), /no GPU device .*Metal: a Metal device whose buffers the host cannot map/);
+    assert.equal(pickDevice([AMD, CPU], "metal"), 0);
+    assert.equal(pickDevice([{ ...AMD, usable: true }, CPU], "auto"), 0);
+  });
+
+  test("the device and buffer-type checks leave the CPU alone", () => {
+    assert.doesNotThrow(() => checkMetalDevice("init", deviceByType(BackendDevType.CPU)!));
+    assert.doesNotThrow(() => checkMetalBufferType("allocBuffer", cpuBufferType().pointer));
+  });
+
+  test("a MUL_MAT_ID on Metal with its experts in a host weights buffer is refused (the scheduler's expert copy)", () => {
+    const node = ctx.mulMatId(f32(8, 4, 3), f32(8, 2, 5), i32(2, 5));
+    assert.match(metalExpertCopyRefusal(node, true) ?? "", /experts .* are in a host weights buffer/);
+    assert.equal(metalExpertCopyRefusal(node, false), null, "experts in the device's own buffer");
+    assert.equal(metalExpertCopyRefusal(ctx.mulMat(f32(8, 4), f32(8, 2)), true), null, "only MUL_MAT_ID copies experts");
   });
 });

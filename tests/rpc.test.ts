@@ -21,7 +21,7 @@ import { join } from "node:path";
 import process from "node:process";
 import {
   allocCtxTensors, ArgumentError, Backend, type Buffer, ComputeError, Context, isRpcBackend, RpcError, rpcBackend, rpcCompute, rpcComputeAsync,
-  rpcDevice, rpcDeviceMemory, rpcFaultCount, rpcGuard, RpcServer, Sched, setRpcTimeout, type Tensor, tensorGet, tensorSet, Type, UnsupportedOpError,
+  rpcDevice, rpcDeviceMemory, rpcFaultCount, rpcGuard, RpcServer, Sched, setRpcTimeout, type Tensor, tensorGet, tensorMemset, tensorSet, Type, UnsupportedOpError,
 } from "../src/mod.ts";
 import { root } from "./run.ts";
 import { createRng } from "../src/llm/sampler.ts";
@@ -226,6 +226,28 @@ describe("RPC backend", () => {
     both.setTensorBackend(pre, remote);
     both.free();
     g.free();
+    buf.free();
+    w.free();
+    remote.free();
+  });
+
+  // An RPC server's buffers have no memset_tensor, which wsp_ggml_backend_tensor_memset asserts (an abort).
+  test("tensorMemset into an RPC buffer writes the bytes; Graph.reset of AdamW moments there is UnsupportedOpError", () => {
+    using server = RpcServer.start({ port: 0, nThreads: 1 });
+    const remote = rpcBackend(server.endpoint);
+    const w = new Context({ memSize: 1 << 20, noAlloc: true });
+    const a = w.newTensor1d(Type.F32, 8);
+    // A loss over a parameter and an AdamW step whose moments (which Graph.reset zeroes) are on the server.
+    const p = w.newTensor1d(Type.F32, 4).setParam();
+    const loss = w.sum(w.sqr(p)).setLoss();
+    const g = w.newGraphCustom(64, true).buildForwardExpand(loss).buildBackwardExpand();
+    const step = w.optStepAdamw(p, g.grad(p)!, w.newTensor1d(Type.F32, 4), w.newTensor1d(Type.F32, 4), w.newTensor1d(Type.F32, 7));
+    g.buildForwardExpand(step);
+    const buf = allocCtxTensors(w, remote)!;
+    tensorSet(a, new Float32Array(8).fill(5));
+    tensorMemset(a, 0, 8, 16);
+    assert.deepEqual([...(tensorGet(a) as Float32Array)], [5, 5, 0, 0, 0, 0, 5, 5]);
+    assert.throws(() => g.reset(), (e: unknown) => e instanceof UnsupportedOpError && /reset: AdamW's moment .* is in an RPC server's buffer, which cannot be zeroed/.test(e.message));
     buf.free();
     w.free();
     remote.free();

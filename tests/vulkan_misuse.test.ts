@@ -3,7 +3,8 @@
 // whose tensors are not in the Vulkan backend's buffers, and nodes that ggml-vulkan's supports_op
 // accepts but its kernels do not (a bf16 or quantized b of mul_mat, an f16 b of mul_mat_id, an
 // i64 copy, an f16 scale or rms_norm, a quantized im2col kernel, a view at an offset the device's
-// storage alignment does not divide, more than 2^32 - 1 elements). Like tests/vulkan_smoke.test.ts,
+// storage alignment does not divide, more than 2^32 - 1 elements, a temporary of a matrix product
+// over the device's largest allocation, forced small here). Like tests/vulkan_smoke.test.ts,
 // the cases run in a child process with WSP_GGML_VK_VISIBLE_DEVICES=0 (Mesa's lavapipe, which
 // ggml-vulkan skips unless named), which then checks that it is alive and computes; skipped where
 // the build has no Vulkan library or the machine no Vulkan loader or device.
@@ -15,14 +16,22 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import {
-  allocCtxTensors, Backend, BackendBufferUsage, type BufferType, BackendDevType, Context, cpuBufferType, devices, Gallocr, type Graph, loadLibrary, Sched, tensorGet, tensorSet, Type,
+  allocCtxTensors, Backend, BackendBufferUsage, type BufferType, BackendDevType, Context, cpuBufferType, devices, Gallocr, type Graph, loadLibrary, quantize, Sched, tensorGet, tensorSet, Type,
 } from "../mod.ts";
 import { runtime } from "../src/runtime/runtime.ts";
-import { vulkanRefusal } from "../src/backend/vulkan_checks.ts";
+import { probeVulkan } from "../src/runtime/loader.ts";
+import { vulkanMaxAllocation, vulkanRefusal } from "../src/backend/vulkan_checks.ts";
 import { runTsResult } from "./run.ts";
 
 const CHILD_ENV = "WSP_GGML_VK_MISUSE_CHILD";
 const RAW_ENV = "WSP_GGML_VK_MISUSE_RAW";
+/**
+ * The children's device allocation limit (WSP_GGML_VK_FORCE_MAX_ALLOCATION_SIZE; 4 MiB, so that the
+ * suballocation blocks, and with them every buffer, are 4 MiB at most too): the temporaries of the
+ * prealloc cases exceed it, the tensors of every case fit in it.
+ */
+const LIMIT = 4 << 20;
+const FORCE_ENV = { WSP_GGML_VK_FORCE_MAX_ALLOCATION_SIZE: String(LIMIT) };
 
 /** A case: builds a graph for `vk` (allocating what it needs); the error class the API throws. */
 interface Case {
@@ -32,6 +41,8 @@ interface Case {
   readonly message: RegExp;
   /** The node `Backend.supportsOp` must now refuse, if the case is about a node's types or layout. */
   readonly unsupported?: boolean;
+  /** What ggml-vulkan dies with when the case is handed to it directly (a RAW child is run and must die so). */
+  readonly raw?: RegExp;
   readonly build: (vk: Backend, keep: { free(): void }[]) => { graph: Graph; node?: import("../mod.ts").Tensor };
 }
 
@@ -126,7 +137,63 @@ const CASES: readonly Case[] = [
   kernelCase("scale of an f16 tensor", /no kernel for f16 → f16/, [[Type.F16, [16]]], (g, [a]) => g.scale(a, 2)),
   kernelCase("rmsNorm of an f16 tensor", /no kernel for f16 → f16/, [[Type.F16, [16]]], (g, [a]) => g.rmsNorm(a, 1e-6)),
   kernelCase("im2col with a quantized kernel", /is quantized/, [[Type.Q8_0, [32, 1, 1]], [Type.F32, [64, 1, 1]]], (g, [k, x]) => g.im2col(k, x, 1, 0, 0, 0, 1, 0, false, Type.F32)),
+  // "Requested preallocation size is too large" (mul_mat_q_f16, mul_mat_id_q_f16): a temporary over the
+  // device's max_memory_allocation_size (LIMIT here). A q8_0 a (2.2 MiB) times an f16 b has no kernel
+  // without coopmat2: a is dequantized to f16 first, 4.25 MiB.
+  preallocCase("mulMat of a q8_0 a whose f16 copy exceeds the allocation limit", /an f16 copy of a .* of up to 4456448 bytes/, [[Type.Q8_0, [2048, 1088]], [Type.F16, [2048, 16]]], (g, [a, b]) => g.mulMat(a, b)),
+  // A strided b (576 KiB of f32, 2 columns in each of 288 batches) is copied to f16 with its columns
+  // padded to the tile width (32 at least): 4.5 MiB or more.
+  preallocCase("mulMat of a strided b whose f16 copy exceeds the allocation limit", /an f16 copy of b .* \(columns padded to the tile width\)/, [[Type.F16, [256, 64, 1]], [Type.F32, [256, 288, 2]]], (g, [a, b]) => g.mulMat(a, g.permute(b, 0, 2, 1, 3))),
+  preallocCase("mulMatId of a strided b whose f16 copy exceeds the allocation limit", /an f16 copy of b .* \(columns padded to the tile width\)/, [[Type.F16, [256, 64, 4]], [Type.F32, [256, 288, 2]], [Type.I32, [2, 288]]], (g, [as, b, ids]) => g.mulMatId(as, g.permute(b, 0, 2, 1, 3), ids)),
 ];
+
+/** A node whose temporary ggml-vulkan would allocate over the device's limit (in a child with the limit forced to LIMIT). */
+function preallocCase(name: string, message: RegExp, shapes: [Type, number[]][], op: (g: Context, ts: import("../mod.ts").Tensor[]) => import("../mod.ts").Tensor): Case {
+  const limit = new RegExp(`${message.source}.*more than the device's largest allocation of ${LIMIT} bytes`);
+  return { ...kernelCase(name, limit, shapes, op), raw: /Requested preallocation size is too large/ };
+}
+
+/** Deterministic values in [-1, 1) that f16 holds exactly (multiples of 1/64). */
+const values = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => (((i * 7919 + seed * 104729) % 128) - 64) / 64);
+
+/** Normalised mean squared error `Σ(a−b)²/Σb²` (ggml's test-backend-ops measure). */
+function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let num = 0, den = 0;
+  for (let i = 0; i < b.length; i++) {
+    num += (a[i] - b[i]) ** 2;
+    den += b[i] ** 2;
+  }
+  return num / den;
+}
+
+/**
+ * The near miss: a q8_0 a whose f16 copy (3.75 MiB) is just under LIMIT, times an f16 b, on the
+ * Vulkan device, and the same product on the CPU backend. Returns whether the device accepts it and the NMSE.
+ */
+function nearMiss(vk: Backend, cpu: Backend): { supportsOp: boolean; nmse: number } {
+  const [k, m, n] = [2048, 960, 16];
+  const aq = quantize(Type.Q8_0, values(k * m, 1), { nPerRow: k }), bv = values(k * n, 2);
+  // The CPU kernels take an f32 b (the values are exact in f16 too); the device's f16 b is what sends a through its f16 copy.
+  const run = (be: Backend, bType: Type) => {
+    const keep: { free(): void }[] = [];
+    try {
+      let a!: import("../mod.ts").Tensor, b!: import("../mod.ts").Tensor;
+      const { graph, node } = onDevice(be, keep, (w) => {
+        a = w.newTensor2d(Type.Q8_0, k, m);
+        b = w.newTensor2d(bType, k, n);
+      }, (g) => g.mulMat(a, b));
+      tensorSet(a, aq);
+      tensorSet(b, bv);
+      const supportsOp = be.supportsOp(node!);
+      be.graphCompute(graph);
+      return { supportsOp, out: Array.from(tensorGet(node!) as Float32Array) };
+    } finally {
+      for (const x of keep.reverse()) x.free();
+    }
+  };
+  const got = run(vk, Type.F16), want = run(cpu, Type.F32);
+  return { supportsOp: got.supportsOp, nmse: nmse(got.out, want.out) };
+}
 
 /** A weight `a` [32, 16] in a Vulkan WEIGHTS buffer (its consumers run on Vulkan), and `b` [32, 4] with data in the plain context `p`'s memory. */
 function weightAndPoolTensor(vk: Backend, keep: { free(): void }[]) {
@@ -258,7 +325,7 @@ function child(): void {
   vk.graphCompute(graph);
   const alive = Array.from(tensorGet(node!) as Float32Array);
   for (const k of keep.reverse()) k.free();
-  console.log(JSON.stringify({ results, alive }));
+  console.log(JSON.stringify({ results, alive, maxAllocation: vulkanMaxAllocation(dev), nearMiss: nearMiss(vk, cpu) }));
 }
 
 /** One case handed to ggml-vulkan without the check. */
@@ -325,9 +392,59 @@ if (process.env[CHILD_ENV] === "1") {
     assert.equal(refuse(ctx.softMax(ctx.newTensor2d(Type.F32, 4, 4))), "");
   });
 
+  // No device needed: the temporaries of matrix products and flash attention against a given limit.
+  test("vulkanRefusal: temporaries over the device's largest allocation", () => {
+    using ctx = new Context({ memSize: 1 << 20, noAlloc: true });
+    const refuse = (t: import("../mod.ts").Tensor, max: number) => vulkanRefusal(t, 16, () => 0, max) ?? "";
+    // an f16 a times an f16 b is read as it is: no temporary, whatever the limit
+    assert.equal(refuse(ctx.mulMat(ctx.newTensor2d(Type.F16, 1024, 64), ctx.newTensor2d(Type.F16, 1024, 16)), 1), "");
+    // mul_mat_q_f16: split_k (k >= 2048, m and n >= 32) keeps up to 8 partial products of m x n floats
+    const big = ctx.mulMat(ctx.newTensor2d(Type.F16, 4096, 64), ctx.newTensor2d(Type.F16, 4096, 64));
+    assert.match(refuse(big, 131071), /the 8 partial products of split_k of up to 131072 bytes, more than the device's largest allocation of 131071 bytes/);
+    assert.equal(refuse(big, 131072), "");
+    // mul_mat_vec_q_f16: a strided a is copied as it is, each matrix aligned
+    const aP = ctx.permute(ctx.newTensor3d(Type.F32, 100, 2, 64), 0, 2, 1, 3);
+    assert.match(refuse(ctx.mulMat(aP, ctx.newTensor3d(Type.F32, 100, 1, 2)), 51199), /a copy of the strided a .* of up to 51200 bytes/);
+    // flash attention with one query row: split_k partials, one per key at most
+    const q = ctx.newTensor3d(Type.F32, 128, 1, 1), kv = ctx.newTensor3d(Type.F16, 128, 4096, 1);
+    const fa = ctx.flashAttnExt(q, kv, kv, null, 1, 0, 0);
+    assert.match(refuse(fa, 1 << 19), /the 1024 partial results of split_k of up to 532480 bytes, more than the device's largest allocation of 524288 bytes/);
+    assert.equal(refuse(fa, 1 << 20), "");
+    assert.equal(refuse(ctx.flashAttnExt(ctx.newTensor3d(Type.F32, 128, 2, 1), kv, kv, null, 1, 0, 0), 1), "");
+  });
+
+  // The probe child measures the device's max_memory_allocation_size (through its buffer type, with
+  // an unbounded suballocation block size in its own environment): the forced limit, above the
+  // default 1 GiB block size too.
+  test("probeVulkan reports the forced allocation limit", (t) => {
+    const lib = loadLibrary(), path = lib.vulkan.path;
+    if (path === null) return void t.skip(`no Vulkan: ${lib.vulkan.skipped}`);
+    const names = ["WSP_GGML_VK_FORCE_MAX_ALLOCATION_SIZE", "WSP_GGML_VK_VISIBLE_DEVICES"] as const;
+    const saved = names.map((k) => process.env[k]);
+    try {
+      process.env.WSP_GGML_VK_VISIBLE_DEVICES ??= "0";
+      for (const n of [LIMIT, 3 << 29]) {
+        process.env.WSP_GGML_VK_FORCE_MAX_ALLOCATION_SIZE = String(n);
+        const v = probeVulkan(lib.location, path);
+        assert.ok(v, "the probe did not run");
+        if (v.devices === 0) return void t.skip(`no Vulkan device: ${v.skipped}`);
+        assert.deepEqual(v.maxAllocation?.slice(0, 1), [n]);
+      }
+    } finally {
+      names.forEach((k, i) => saved[i] === undefined ? delete process.env[k] : (process.env[k] = saved[i]));
+    }
+  });
+
   describe("Vulkan misuse, refused before ggml-vulkan aborts", () => {
-    const r = runTsResult(fileURLToPath(import.meta.url), { [CHILD_ENV]: "1", WSP_GGML_VK_VISIBLE_DEVICES: process.env.WSP_GGML_VK_VISIBLE_DEVICES ?? "0" });
-    let answer: { skip?: string; results?: { name: string; error: string; message: string; supportsOp?: boolean }[]; alive?: number[] } = {};
+    const vkEnv = { WSP_GGML_VK_VISIBLE_DEVICES: process.env.WSP_GGML_VK_VISIBLE_DEVICES ?? "0", ...FORCE_ENV };
+    const r = runTsResult(fileURLToPath(import.meta.url), { [CHILD_ENV]: "1", ...vkEnv });
+    let answer: {
+      skip?: string;
+      results?: { name: string; error: string; message: string; supportsOp?: boolean }[];
+      alive?: number[];
+      maxAllocation?: number;
+      nearMiss?: { supportsOp: boolean; nmse: number };
+    } = {};
     try {
       answer = JSON.parse(r.stdout.trim().split("\n").pop() ?? "");
     } catch { /* reported below */ }
@@ -344,6 +461,19 @@ if (process.env[CHILD_ENV] === "1") {
         assert.equal(got.error, c.error, got.message);
         assert.match(got.message, c.message);
         if ("unsupported" in c && c.unsupported) assert.equal(got.supportsOp, false, "Backend.supportsOp still says yes");
+      });
+    }
+    test("the device's allocation limit is the forced one", { skip }, () => assert.equal(answer.maxAllocation, LIMIT));
+    test("a q8_0 mulMat whose f16 copy is just under the limit computes as on the CPU", { skip }, () => {
+      assert.equal(answer.nearMiss?.supportsOp, true);
+      assert.ok(answer.nearMiss!.nmse < 5e-4, `NMSE ${answer.nearMiss!.nmse}`);
+    });
+    // Without the API: ggml-vulkan aborts the process (mul_mat_q_f16, mul_mat_id_q_f16).
+    for (const c of CASES.filter((x) => x.raw)) {
+      test(`without the check, ggml-vulkan dies: ${c.name}`, { skip }, () => {
+        const raw = runTsResult(fileURLToPath(import.meta.url), { [RAW_ENV]: c.name, ...vkEnv });
+        assert.notEqual(raw.status, 0, `the raw child survived: ${raw.stdout}`);
+        assert.match(raw.stderr, c.raw!);
       });
     }
   });

@@ -24,7 +24,7 @@ import { Tensor } from "../core/tensor.ts";
 import { Buffer, BufferType } from "./buffer.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 import { checkVulkanGraph, vulkanRuns } from "./vulkan_checks.ts";
-import { checkMetalGraph, metalRuns } from "./metal_checks.ts";
+import { checkMetalDevice, checkMetalGraph, isMetalDevice, metalPrivateRefusal, metalRuns } from "./metal_checks.ts";
 
 const sym = () => runtime().lib.symbols;
 const str = (p: number) => ffi.readCString(p) ?? "";
@@ -170,9 +170,10 @@ export class Device {
    * A backend instance on this device (`wsp_ggml_backend_dev_init`).
    *
    * @param params backend-specific parameters, or none
-   * @throws {GgmlError} when the backend cannot be created
+   * @throws {GgmlError} when the backend cannot be created, or (`UNSUPPORTED`) for a Metal device whose buffers the host cannot map
    */
   init(params?: string): Backend {
+    checkMetalDevice("init", this);
     const c = params === undefined ? null : cString(params);
     const p = sym().wsp_ggml_backend_dev_init(this.pointer, c ? ffi.addressOf(c) : 0);
     keepAlive(c);
@@ -311,14 +312,15 @@ export function deviceEnv(): string | undefined {
 /**
  * @ignore @internal The index in `list` (ggml's device order) of the device
  * `choice` names; a pure function, so that the choice among GPUs can be
- * tested on a machine without one.
+ * tested on a machine without one. `"auto"` and `"gpu"` pass over a device
+ * marked `usable: false` (a Metal device whose buffers the host cannot map).
  *
  * @throws {ArgumentError} for a name no device has, or "gpu" with no GPU
  */
-export function pickDevice(list: readonly { readonly name: string; readonly type: number }[], choice: string): number {
+export function pickDevice(list: readonly { readonly name: string; readonly type: number; readonly usable?: boolean }[], choice: string): number {
   const c = choice.trim().toLowerCase();
   const have = () => list.map((d) => `${d.name} (${TYPE_NAMES[d.type] ?? d.type})`).join(", ") || "none";
-  const first = (type: number) => list.findIndex((d) => d.type === type);
+  const first = (type: number) => list.findIndex((d) => d.type === type && d.usable !== false);
   if (c === "cpu") {
     const i = first(BackendDevType.CPU);
     if (i < 0) throw new ArgumentError(`bestDevice: no CPU device (have: ${have()})`);
@@ -329,7 +331,9 @@ export function pickDevice(list: readonly { readonly name: string; readonly type
       const i = first(type);
       if (i >= 0) return i;
     }
-    if (c === "gpu") throw new ArgumentError(`bestDevice: no GPU device (have: ${have()}); choose "auto" or "cpu"`);
+    const skipped = list.filter((d) => d.usable === false).map((d) => d.name);
+    const why = skipped.length > 0 ? `; ${skipped.join(", ")}: a Metal device whose buffers the host cannot map, which ggml-metal cannot copy to` : "";
+    if (c === "gpu") throw new ArgumentError(`bestDevice: no GPU device (have: ${have()}${why}); choose "auto" or "cpu"`);
     return pickDevice(list, "cpu");
   }
   const i = list.findIndex((d) => d.name.toLowerCase() === c);
@@ -352,7 +356,12 @@ export function bestDevice(options: BestDeviceOptions = {}): Device {
   const env = options.env ?? true;
   const effective = choice.trim().toLowerCase() === "auto" && env ? deviceEnv() ?? "auto" : choice;
   const list = devices();
-  return list[pickDevice(list.map((d) => ({ name: d.name, type: d.type })), effective)];
+  return list[pickDevice(list.map((d) => ({ name: d.name, type: d.type, usable: usable(d) })), effective)];
+}
+
+/** Whether a backend can be made on `device`: false only for a Metal device whose buffers the host cannot map. */
+function usable(device: Device): boolean {
+  return !isMetalDevice(device) || metalPrivateRefusal(device.name, device.bufferType.name) === null;
 }
 
 /**
@@ -582,6 +591,8 @@ export class Backend {
    * @throws {ArgumentError} when no device has that name
    */
   static initByName(name: string, params?: string): Backend {
+    const dev = deviceByName(name);
+    if (dev !== null) checkMetalDevice("initByName", dev);
     const n = cString(name), c = params === undefined ? null : cString(params);
     const p = sym().wsp_ggml_backend_init_by_name(ffi.addressOf(n), c ? ffi.addressOf(c) : 0);
     keepAlive([n, c]);
@@ -596,6 +607,8 @@ export class Backend {
    */
   static initByType(type: BackendDevType, params?: string): Backend {
     member("initByType: type", type, BackendDevType, "BackendDevType");
+    const dev = deviceByType(type);
+    if (dev !== null) checkMetalDevice("initByType", dev);
     const c = params === undefined ? null : cString(params);
     const p = sym().wsp_ggml_backend_init_by_type(type, c ? ffi.addressOf(c) : 0);
     keepAlive(c);
@@ -645,11 +658,20 @@ export class Backend {
     return rpcFactory(endpoint);
   }
 
-  /** The best backend there is: a GPU, else an integrated GPU, else the CPU (`wsp_ggml_backend_init_best`). */
+  /**
+   * The best backend there is: a GPU, else an integrated GPU, else the CPU
+   * (`wsp_ggml_backend_init_best`); the CPU instead of a Metal device whose
+   * buffers the host cannot map (see `Device.init`).
+   */
   static initBest(): Backend {
     const p = sym().wsp_ggml_backend_init_best();
     if (p === 0) throw new GgmlError("UNSUPPORTED", "initBest: no backend could be created");
-    return new Backend(p, INTERNAL);
+    const b = new Backend(p, INTERNAL);
+    if (!usable(b.device)) {
+      b.free();
+      return Backend.cpu();
+    }
+    return b;
   }
 
   /** The native `wsp_ggml_backend_t`. */

@@ -21,6 +21,8 @@ import { checkAllocBound } from "./alloc_bound.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 import { extraBuftOf } from "../core/extra_registry.ts";
+import { hasMemset } from "../core/buffer_caps.ts";
+import { checkMetalBufferType } from "./metal_checks.ts";
 
 const sym = () => runtime().lib.symbols;
 
@@ -65,10 +67,12 @@ export class BufferType {
    *
    * @throws {BoundsError} above {@linkcode maxSize}
    * @throws {GgmlError} (`OUT_OF_MEMORY`) when the allocation fails
+   * @throws {GgmlError} (`UNSUPPORTED`) for a Metal buffer type whose memory the host cannot map (ggml-metal aborts on every copy into it)
    */
   allocBuffer(bytes: number): Buffer {
     size("allocBuffer: size", bytes);
     if (bytes > this.maxSize) throw new BoundsError(`allocBuffer: ${bytes} bytes exceed the ${this.name} buffer type's maximum of ${this.maxSize}`);
+    checkMetalBufferType("allocBuffer", this.pointer);
     const p = sym().wsp_ggml_backend_buft_alloc_buffer(this.pointer, bytes);
     if (p === 0) throw new GgmlError("OUT_OF_MEMORY", `allocBuffer: ${this.name} could not allocate ${bytes} bytes`);
     return new Buffer(p, INTERNAL);
@@ -240,6 +244,7 @@ const fieldOffset = (f: "buffer" | "data" | "view_src") => layouts.wsp_ggml_tens
  * buffer, or null when every tensor already had data.
  *
  * @throws {ArgumentError} when the context is not `noAlloc` (ggml asserts)
+ * @throws {GgmlError} (`UNSUPPORTED`) for a Metal buffer type whose memory the host cannot map
  */
 export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buffer | null {
   if (!(ctx instanceof Context)) throw new ArgumentError("allocCtxTensors: expected a Context");
@@ -266,6 +271,7 @@ export function allocCtxTensors(ctx: Context, target: Backend | BufferType): Buf
       throw new NotAllocatedError(`allocCtxTensors: ${view.describe()} views ${src.describe()}, which is in no backend buffer (a context's pool, or not allocated); allocate that tensor's context with allocCtxTensors first`);
     });
   }
+  checkMetalBufferType("allocCtxTensors", buft.pointer);
   const p = s.wsp_ggml_backend_alloc_ctx_tensors_from_buft(ctx._ptr, buft.pointer);
   if (p === 0) {
     // Nothing to allocate (ggml then leaves the views alone): the views of tensors already in a buffer
@@ -362,6 +368,7 @@ export class Gallocr {
   constructor(types: BufferType | readonly BufferType[]) {
     const list = Array.isArray(types) ? types as readonly BufferType[] : [types as BufferType];
     if (list.length === 0 || !list.every((t) => t instanceof BufferType)) throw new ArgumentError("Gallocr: expected one or more BufferTypes");
+    for (const t of list) checkMetalBufferType("Gallocr", t.pointer);
     const ptrs = new BigUint64Array(list.map((t) => BigInt(t.pointer)));
     const p = list.length === 1
       ? sym().wsp_ggml_gallocr_new(list[0].pointer)
@@ -574,14 +581,26 @@ export function tensorGetBytes(tensor: Tensor, offset = 0, length?: number): Uin
   return out;
 }
 
-/** Sets `length` bytes from byte `offset` to `value` through the backend (`wsp_ggml_backend_tensor_memset`). */
+/**
+ * Sets `length` bytes from byte `offset` to `value` through the backend
+ * (`wsp_ggml_backend_tensor_memset`). A buffer without a memset (an RPC
+ * server's, where ggml asserts) is written the bytes instead.
+ */
 export function tensorMemset(tensor: Tensor, value: number, offset = 0, length?: number): void {
   int("tensorMemset: value", value);
   if (value < 0 || value > 255) throw new ArgumentError(`tensorMemset: value must be a byte (0..255), got ${value}`);
   const n = length ?? (tensor instanceof Tensor ? tensor.nbytes - offset : 0);
   checkAccess("tensorMemset", tensor, offset, n);
-  if (n > 0) sym().wsp_ggml_backend_tensor_memset(tensor._ptr, value, offset, n);
+  if (n === 0) return;
+  if (!hasMemset(bufferOf(tensor))) {
+    const bytes = new Uint8Array(n).fill(value);
+    sym().wsp_ggml_backend_tensor_set(tensor._ptr, ffi.addressOf(bytes), offset, n);
+    keepAlive(bytes);
+    return;
+  }
+  sym().wsp_ggml_backend_tensor_memset(tensor._ptr, value, offset, n);
 }
+
 
 /**
  * Copies `src` into `dst`, across backends if needed

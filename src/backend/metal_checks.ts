@@ -14,7 +14,9 @@
  * @module
  */
 import { BackendDevType, Op, Type } from "../ffi/bindings.gen.ts";
-import { UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
+import { GgmlError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
+import { ffi } from "../runtime/loader.ts";
+import { runtime } from "../runtime/runtime.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { dense0, srcAt } from "../core/checks.ts";
 import type { Graph } from "../core/graph.ts";
@@ -230,4 +232,71 @@ export function checkMetalGraph(what: string, backend: Backend, graph: Graph): v
     }
     if (why !== null) throw new UnsupportedOpError(`${what}: ${backend.name} cannot compute ${n.describe()}: ${why}`);
   }
+}
+
+/** ggml-metal's buffer type for device memory the host cannot map. */
+export const METAL_PRIVATE = "Metal_Private";
+
+/**
+ * Why ggml-metal cannot move data in or out of the buffers of a Metal device
+ * whose default buffer type is {@linkcode METAL_PRIVATE} (a GPU without
+ * unified memory, or `WSP_GGML_METAL_SHARED_BUFFERS_DISABLE` set), or null
+ * when it can. Such a buffer's `set_tensor` / `get_tensor` wrap the
+ * caller's memory with `newBufferWithBytesNoCopy`, which Metal refuses for
+ * memory that is not page-aligned, and a discrete GPU for host memory at
+ * all (llama.cpp issue 26949), and then assert the result: every upload of
+ * weights or inputs, the scheduler's own copies included, would abort. Its
+ * buffers from host memory (`Metal_Mapped`) are made private there too.
+ */
+export function metalPrivateRefusal(device: string, defaultBufferType: string): string | null {
+  if (defaultBufferType !== METAL_PRIVATE) return null;
+  return `the Metal device ${device} keeps its buffers in memory the host cannot map (${METAL_PRIVATE}: a GPU without unified memory, or WSP_GGML_METAL_SHARED_BUFFERS_DISABLE set), and ggml-metal aborts on every copy into or out of such a buffer; compute on the CPU (or unset WSP_GGML_METAL_SHARED_BUFFERS_DISABLE)`;
+}
+
+const sym = () => runtime().lib.symbols;
+const bufferTypeName = (buft: number) => ffi.readCString(sym().wsp_ggml_backend_buft_name(buft)) ?? "";
+
+/**
+ * Before a backend is made on `device` (`Device.init`, `Backend.initByName`, …):
+ * a Metal device with private buffers ({@linkcode metalPrivateRefusal}) is refused.
+ *
+ * @throws {GgmlError} (`UNSUPPORTED`) for such a device
+ */
+export function checkMetalDevice(what: string, device: Device): void {
+  if (!isMetalDevice(device)) return;
+  const why = metalPrivateRefusal(device.name, device.bufferType.name);
+  if (why !== null) throw new GgmlError("UNSUPPORTED", `${what}: ${why}`);
+}
+
+/**
+ * Before a buffer of the buffer type `buft` (a native pointer) is allocated
+ * (`BufferType.allocBuffer`, `allocCtxTensors`, `Gallocr`): a Metal buffer
+ * type of a device with private buffers ({@linkcode metalPrivateRefusal}) is
+ * refused. Only ggml-metal names its buffer types `Metal…`.
+ *
+ * @throws {GgmlError} (`UNSUPPORTED`) for such a buffer type
+ */
+export function checkMetalBufferType(what: string, buft: number): void {
+  const name = bufferTypeName(buft);
+  if (!name.startsWith("Metal")) return;
+  const dev = sym().wsp_ggml_backend_buft_get_device(buft);
+  const devName = dev === 0 ? "" : ffi.readCString(sym().wsp_ggml_backend_dev_name(dev)) ?? "";
+  const why = metalPrivateRefusal(devName, name === METAL_PRIVATE || dev === 0 ? name : bufferTypeName(sym().wsp_ggml_backend_dev_buffer_type(dev)));
+  if (why !== null) throw new GgmlError("UNSUPPORTED", `${what}: ${why}`);
+}
+
+/**
+ * For a node the scheduler placed on a Metal backend, or null when it may
+ * run there: a MUL_MAT_ID whose experts are in a host buffer of weights
+ * (`expertsInHostWeights`) makes the scheduler copy only the experts the ids
+ * select, and it reads the ids into its own `std::vector` with the Metal
+ * backend's `get_tensor_async`, which wraps that vector's memory (not
+ * page-aligned) with `newBufferWithBytesNoCopy` and asserts the result, on
+ * every Metal device. Refused whether or not the node opens its split (the
+ * scheduler copies experts only for a split's first node): the split is
+ * ggml's to draw, and keeping the experts on the device avoids the copy.
+ */
+export function metalExpertCopyRefusal(node: Tensor, expertsInHostWeights: boolean): string | null {
+  if (node.op !== Op.MUL_MAT_ID || !expertsInHostWeights) return null;
+  return `the experts ${srcAt(node, 0)!.describe()} are in a host weights buffer, and ggml's scheduler reads the expert ids for its copy through Metal into memory Metal cannot map; allocate the experts in the Metal device's buffer, or run the node on the CPU`;
 }

@@ -8,7 +8,7 @@
  */
 import { checkAllocBound } from "./alloc_bound.ts";
 import { INTERNAL } from "../core/brand.ts";
-import { BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "../ffi/bindings.gen.ts";
+import { BackendBufferUsage, BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "../ffi/bindings.gen.ts";
 import { totalmem } from "node:os";
 import { bool, size } from "../core/args.ts";
 import { ArgumentError, BoundsError, BusyError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
@@ -20,12 +20,26 @@ import type { Tensor } from "../core/tensor.ts";
 import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors, runAbortable, sourcesOf, supports, type takeAbortFlag, tensorPtr } from "./backend.ts";
 import { BufferType, Placements } from "./buffer.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
+import { isMetalDevice, metalExpertCopyRefusal } from "./metal_checks.ts";
+import { emptySplitState, predictSplits, SCHED_MAX_SPLIT_INPUTS, type SplitModel, type SplitOverflow, type SplitPrediction, type SplitState } from "./sched_split.ts";
 
 const sym = () => runtime().lib.symbols;
 
 /** `wsp_ggml_is_view_op` (ggml-backend.cpp). */
 const VIEW_OPS: ReadonlySet<number> = new Set([Op.VIEW, Op.RESHAPE, Op.PERMUTE, Op.TRANSPOSE]);
 const FLAGS = layouts.wsp_ggml_tensor.fields.flags.offset;
+
+/**
+ * For a node placed on a Metal backend: the scheduler's expert copy (a MUL_MAT_ID whose experts
+ * are in a host weights buffer) reads the ids through memory Metal cannot map
+ * ({@linkcode metalExpertCopyRefusal}).
+ */
+function metalExpertCopy(s: ReturnType<typeof sym>, node: Tensor, backend: Backend | undefined): string | null {
+  if (backend === undefined || node.op !== Op.MUL_MAT_ID || !isMetalDevice(backend.device)) return null;
+  const buf = bufferOf(sourcesOf(node)[0]);
+  const hostWeights = buf !== 0 && s.wsp_ggml_backend_buffer_is_host(buf) && s.wsp_ggml_backend_buffer_get_usage(buf) === BackendBufferUsage.WEIGHTS;
+  return metalExpertCopyRefusal(node, hostWeights);
+}
 
 /**
  * For a node placed on a non-CPU backend: a source in a context's own memory
@@ -127,12 +141,6 @@ function putSlots(slots: readonly SplitSlot[], which: "orig" | "split"): void {
 export const SCHED_MAX_BACKENDS = 16;
 /** `WSP_GGML_SCHED_MAX_COPIES` (ggml-backend.cpp): the copies of the inputs a `parallel` scheduler keeps. */
 export const SCHED_MAX_COPIES = 4;
-/**
- * `WSP_GGML_SCHED_MAX_SPLIT_INPUTS` (ggml-backend.cpp): a `parallel` scheduler
- * records every distinct INPUT-flagged source of the graph in a fixed array
- * of this size (`WSP_GGML_ASSERT(n_graph_inputs < WSP_GGML_SCHED_MAX_SPLIT_INPUTS)`).
- */
-export const SCHED_MAX_GRAPH_INPUTS = 30;
 
 /**
  * The bytes `wsp_ggml_backend_sched_new` allocates for `graphSize` (it
@@ -143,10 +151,19 @@ export const SCHED_MAX_GRAPH_INPUTS = 30;
  */
 function schedBytes(graphSize: number, nBackends: number, nCopies: number): number {
   const rt = runtime();
-  const nodes = graphSize * (1 + 2 * SCHED_MAX_GRAPH_INPUTS);
+  const nodes = graphSize * (1 + 2 * SCHED_MAX_SPLIT_INPUTS);
   const hash = 2 * graphSize + 1;
-  return graphSize * 2 * SCHED_MAX_GRAPH_INPUTS * rt.tensorSize + 4 * 4 * nodes + hash * (4 + 8 * nBackends * nCopies + 8) +
+  return graphSize * 2 * SCHED_MAX_SPLIT_INPUTS * rt.tensorSize + 4 * 4 * nodes + hash * (4 + 8 * nBackends * nCopies + 8) +
     Number(rt.lib.symbols.wsp_ggml_graph_overhead_custom(Math.min(graphSize, 2 ** 31 - 1), false));
+}
+
+/** The message of the error thrown where ggml's split would assert on its input limit. */
+function splitOverflowMessage(what: string, o: SplitOverflow, backends: readonly Backend[]): string {
+  const node = `${ffi.readCString(sym().wsp_ggml_op_desc(o.node._ptr))} ${o.node.describe()} (node ${o.index})`;
+  if (o.kind === "graph") {
+    return `${what}: ${node} would make the parallel scheduler's graph read ${o.count} input tensors, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml aborts): use a scheduler without parallel, or fewer setInput() tensors`;
+  }
+  return `${what}: ${node} would bring split ${o.split} (on ${backends[o.backend]?.name ?? "?"}) to ${o.count} tensors copied from other backends, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml starts a new split only when one is already full, and aborts): assign fewer of the split's sources to other backends, or place the node on the backend of its inputs (setTensorBackend)`;
 }
 
 /** Options of {@linkcode Sched}. */
@@ -241,9 +258,57 @@ export class Sched {
     this.backends = [...backends];
     this.graphSize = graphSize;
     this.#parallel = parallel;
+    this.#opOffload = opOffload;
   }
 
   readonly #parallel: boolean;
+  readonly #opOffload: boolean;
+  /** What the native scheduler remembers between splits (assignments, copies): see {@linkcode predictSplits}. */
+  #mirror: { readonly state: SplitState } = { state: emptySplitState() };
+  #model: SplitModel | undefined;
+
+  #splitModel(): SplitModel {
+    const p = this.#h.ptr;
+    return this.#model ??= {
+      backends: this.backends.map((b) => b.pointer),
+      bufts: this.backends.map((b) => sym().wsp_ggml_backend_sched_get_buffer_type(p, b.pointer)),
+      opOffload: this.#opOffload,
+      nCopies: this.#parallel ? SCHED_MAX_COPIES : 1,
+    };
+  }
+
+  /**
+   * Predicts the split the next native call makes of `graph` (from `state`, the native
+   * scheduler's memory then) and throws {@linkcode BoundsError} where ggml would assert on
+   * its input limit; returns what holds the state after that split (built when read).
+   */
+  #predict(what: string, graph: Graph, state: SplitState): { readonly state: SplitState } {
+    // One backend copies nothing, unless it keeps copies of the graph's inputs (parallel).
+    if (this.backends.length === 1 && !this.#parallel) return { state };
+    const plan = predictSplits(graph, this.#splitModel(), state);
+    if (plan.overflow !== null) throw new BoundsError(splitOverflowMessage(what, plan.overflow, this.backends));
+    return plan;
+  }
+
+  /** @ignore @internal The scheduler as {@linkcode predictSplits} describes it (ggml-opt's graphs are checked with it: src/train/opt.ts). */
+  _splitModel(): SplitModel {
+    this.#live("_splitModel");
+    return this.#splitModel();
+  }
+
+  /**
+   * @ignore @internal What the next split of `graph` would do, as {@linkcode predictSplits}
+   * tells it (tests compare it with ggml's own); changes nothing.
+   */
+  _predictSplit(graph: Graph): SplitPrediction {
+    this.#live("_predictSplit");
+    const restore = asInputs(orphanLeafs(graph)); // as the native calls see the graph
+    try {
+      return predictSplits(graph, this.#splitModel(), this.#mirror.state);
+    } finally {
+      restore();
+    }
+  }
 
   #live(what: string): number {
     if (this.#h.ptr === 0) throw new UseAfterFreeError(`${what}: the scheduler was freed`);
@@ -313,6 +378,7 @@ export class Sched {
     this.#splitSlots = [];
     this.#placements.clear(); // ggml-opt's allocation reused the compute buffers
     this.#foreign = true;
+    this.#mirror = { state: emptySplitState() }; // the next split resets first
     return ++this.#generation;
   }
 
@@ -356,15 +422,6 @@ export class Sched {
       checkAllocBound(what, graph);
       this.#supported.set(graph, counted);
     }
-    if (this.#parallel) {
-      // Every distinct INPUT-flagged source, and the orphan leafs flagged INPUT for the split (asInputs).
-      const inputs = new Set<number>();
-      for (const node of graph.nodes()) for (const src of sourcesOf(node)) if (src.flags & TensorFlag.INPUT) inputs.add(src._ptr);
-      for (const t of orphanLeafs(graph)) inputs.add(t._ptr);
-      if (inputs.size > SCHED_MAX_GRAPH_INPUTS) {
-        throw new BoundsError(`${what}: a parallel scheduler takes at most ${SCHED_MAX_GRAPH_INPUTS} input tensors (WSP_GGML_SCHED_MAX_SPLIT_INPUTS), the graph reads ${inputs.size} (use a scheduler without parallel, or fewer setInput() tensors)`);
-      }
-    }
     this.#graphs.set(graph.pointer, graph);
     return graph.pointer;
   }
@@ -400,6 +457,7 @@ export class Sched {
    * first and after, so a following `allocGraph` starts clean).
    *
    * @throws {GgmlError} (`OUT_OF_MEMORY`) when a buffer cannot be allocated
+   * @throws {BoundsError} when a split would copy in more than 30 tensors from other backends (ggml's `WSP_GGML_SCHED_MAX_SPLIT_INPUTS`: it aborts)
    */
   reserve(graph: Graph): this {
     const p = this.#live("reserve");
@@ -411,10 +469,13 @@ export class Sched {
     const restore = asInputs(orphanLeafs(graph));
     let ok;
     try {
+      // ggml's reserve resets before its split (users' assignments go too) and after it.
+      this.#predict("reserve", graph, emptySplitState());
       ok = withSplit(graph, () => sym().wsp_ggml_backend_sched_reserve(p, g)).result;
     } finally {
       restore();
     }
+    this.#mirror = { state: emptySplitState() };
     this.#allocated = undefined;
     if (!ok) throw new GgmlError("OUT_OF_MEMORY", "reserve: the scheduler could not allocate its compute buffers");
     return this;
@@ -424,6 +485,8 @@ export class Sched {
    * Assigns the nodes to backends and splits the graph, without allocating
    * (`wsp_ggml_backend_sched_split_graph`); then {@linkcode nSplits} and
    * {@linkcode getTensorBackend} tell the outcome.
+   *
+   * @throws {BoundsError} when a split would copy in more than 30 tensors from other backends (ggml's `WSP_GGML_SCHED_MAX_SPLIT_INPUTS`: it aborts)
    */
   splitGraph(graph: Graph): this {
     const p = this.#live("splitGraph");
@@ -433,7 +496,9 @@ export class Sched {
     this.#generation++;
     const restore = asInputs(orphanLeafs(graph));
     try {
+      const next = this.#predict("splitGraph", graph, this.#mirror.state);
       withSplit(graph, () => sym().wsp_ggml_backend_sched_split_graph(p, g));
+      this.#mirror = next;
     } finally {
       restore();
     }
@@ -447,6 +512,7 @@ export class Sched {
    * resets first (ggml asserts otherwise).
    *
    * @throws {GgmlError} (`OUT_OF_MEMORY`) when a buffer cannot be allocated
+   * @throws {BoundsError} when a split would copy in more than 30 tensors from other backends (ggml's `WSP_GGML_SCHED_MAX_SPLIT_INPUTS`: it aborts)
    */
   allocGraph(graph: Graph): this {
     const p = this.#live("allocGraph");
@@ -461,7 +527,10 @@ export class Sched {
 
   #alloc(what: string, p: number, graph: Graph, g: number): void {
     // ggml asserts that an allocated scheduler is reset before it allocates again (ours, or ggml-opt's: #foreign).
-    if (this.#allocated || this.#foreign) sym().wsp_ggml_backend_sched_reset(p);
+    if (this.#allocated || this.#foreign) {
+      sym().wsp_ggml_backend_sched_reset(p);
+      this.#mirror = { state: emptySplitState() };
+    }
     this.#foreign = false;
     this.#generation++;
     this.#allocated = undefined;
@@ -471,7 +540,10 @@ export class Sched {
     for (const t of graphTensors(graph)) if (t._data !== 0) checkData(what, t);
     const restore = asInputs(orphanLeafs(graph));
     try {
+      // Checked after asInputs, on the tensors as the native split will read them.
+      const next = this.#predict(what, graph, this.#mirror.state);
       const { result, slots } = withSplit(graph, () => this.#placements.record(graph, () => sym().wsp_ggml_backend_sched_alloc_graph(p, g)));
+      this.#mirror = next;
       this.#splitSlots = slots;
       if (!result) throw new GgmlError("OUT_OF_MEMORY", `${what}: the scheduler could not allocate the graph`);
     } finally {
@@ -499,7 +571,7 @@ export class Sched {
         // ggml places a node flagged INPUT on the last backend without asking it (pass 1).
         const backend = this.backends.find((b) => b.pointer === placed);
         if (backend !== undefined && !backend.supportsOp(node)) why = `${backend.name} does not support it`;
-        else why = cpus.includes(placed) ? cpuKernelRefusal(node) : poolSource(s, p, node, cpus, backend);
+        else why = cpus.includes(placed) ? cpuKernelRefusal(node) : poolSource(s, p, node, cpus, backend) ?? metalExpertCopy(s, node, backend);
       } catch (e) {
         // A source that the split replaced by the scheduler's copy from another backend (a tensor
         // of ggml's own context, which no JS context knows): that node is not checked here.
@@ -508,6 +580,7 @@ export class Sched {
       }
       if (why === null) continue;
       s.wsp_ggml_backend_sched_reset(p);
+      this.#mirror = { state: emptySplitState() };
       this.#placements.clear();
       throw new UnsupportedOpError(`${what}: ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()} was placed on a backend that cannot run it: ${why} (place it on another backend with setTensorBackend)`);
     }
@@ -526,7 +599,12 @@ export class Sched {
         checkData(what, t);
         continue;
       }
-      this.#allocated = undefined; // the next compute allocates again
+      // The next compute allocates again, from a reset scheduler (ggml asserts !is_alloc).
+      sym().wsp_ggml_backend_sched_reset(this.#h.ptr);
+      this.#mirror = { state: emptySplitState() };
+      this.#allocated = undefined;
+      this.#splitSlots = [];
+      this.#placements.clear();
       throw new NotAllocatedError(`${what}: ${t.describe()} has had no data since the scheduler allocated the graph (its buffer was freed)`);
     }
   }
@@ -543,6 +621,7 @@ export class Sched {
    * rethrown here.
    *
    * @throws {ComputeError} when ggml reports a failure
+   * @throws {BoundsError} when a split would copy in more than 30 tensors from other backends (ggml's `WSP_GGML_SCHED_MAX_SPLIT_INPUTS`: it aborts)
    */
   graphCompute(graph: Graph): this {
     const p = this.#live("graphCompute");
@@ -632,6 +711,7 @@ export class Sched {
   reset(): this {
     this.#notComputing("reset");
     sym().wsp_ggml_backend_sched_reset(this.pointer);
+    this.#mirror = { state: emptySplitState() };
     this.#allocated = undefined;
     this.#splitSlots = [];
     this.#foreign = false;
@@ -652,6 +732,7 @@ export class Sched {
       throw new UnsupportedOpError(`setTensorBackend: ${node.describe()} is in a ${ffi.readCString(s.wsp_ggml_backend_buffer_name(buf))} buffer, which ${backend.name} cannot use`);
     }
     s.wsp_ggml_backend_sched_set_tensor_backend(p, t, b);
+    this.#mirror.state.ids.set(t, this.backends.indexOf(backend));
     return this;
   }
 

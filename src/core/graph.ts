@@ -14,6 +14,7 @@ import { BACKWARD_OPS, checkBackward, cpuKernelRefusal } from "./checks.ts";
 import { CPU_TYPES } from "../backend/cpu_types.gen.ts";
 import type { Context } from "./context.ts";
 import { i64At, Tensor } from "./tensor.ts";
+import { hasMemset, TENSOR_BUFFER } from "./buffer_caps.ts";
 import { type IndexPlan, planIndexChecks, scanIndices } from "./indices.ts";
 
 const nameOf = (values: Record<string, number>) => new Map(Object.entries(values).map(([k, v]) => [v, k]));
@@ -400,11 +401,21 @@ export class Graph {
     if (!this.grads) throw new ArgumentError("reset: the graph has no gradient slots");
     this._idle("reset");
     this.#sync();
+    const s = runtime().lib.symbols;
+    // What wsp_ggml_graph_reset zeroes (wsp_ggml_set_zero: a memset through the tensor's buffer, which an RPC
+    // server's does not implement, and ggml asserts): the accumulated gradients but the loss's, AdamW's moments.
+    const zeroed = (t: Tensor | null, what: string) => {
+      const buf = t === null ? 0 : ffi.readPointer(t._ptr, TENSOR_BUFFER);
+      if (buf !== 0 && !hasMemset(buf)) throw new UnsupportedOpError(`reset: ${what} is in an RPC server's buffer, which cannot be zeroed (no memset); allocate it in another backend's buffer`);
+    };
     for (const n of this.#nodes) {
       const g = this.grad(n);
       if (g && !g.isAllocated) throw new NotAllocatedError(`reset: the gradient of ${n.describe()} is not allocated`);
+      const acc = s.wsp_ggml_graph_get_grad_acc(this.pointer, n._ptr);
+      if (acc !== 0 && !(n.flags & TensorFlag.LOSS)) zeroed(this.context._resolve(acc), `the gradient of ${n.describe()}`);
+      if (n.op === Op.OPT_STEP_ADAMW) for (const m of [n.src[2], n.src[3]]) zeroed(m, `AdamW's moment ${m.describe()}`);
     }
-    runtime().lib.symbols.wsp_ggml_graph_reset(this.pointer);
+    s.wsp_ggml_graph_reset(this.pointer);
     return this;
   }
 

@@ -9,7 +9,8 @@
  *
  *     <runtime> probe_child.js <base library> <cpu variant> <Vulkan library>
  *
- * registers the Vulkan library as well and prints `{"ok":true,"vulkan":{"devices":N,"skipped":…}}`.
+ * registers the Vulkan library as well and prints `{"ok":true,"vulkan":{"devices":N,"skipped":…,"maxAllocation":[…]}}`
+ * (each device's largest allocation, see `PROBE_BLOCK_SIZE_ENV`).
  * A binary or driver that cannot run here kills this process, not the parent.
  *
  * @module
@@ -24,8 +25,13 @@ const [base, variant, vulkanPath] = process.argv.slice(2);
 const lib = loadLibrary({ path: base, probe: false, ...(variant ? { cpuVariant: variant } : {}), ...(vulkanPath ? { vulkan: false } : {}) });
 if (vulkanPath) {
   const vk = registerVulkan(lib, lib.location.base, vulkanPath);
-  const devices = vk.reg === 0 ? 0 : Number(lib.symbols.wsp_ggml_backend_reg_dev_count(vk.reg));
-  console.log(JSON.stringify({ ok: true, vulkan: { devices, skipped: vk.skipped } }));
+  const s = lib.symbols;
+  const devices = vk.reg === 0 ? 0 : Number(s.wsp_ggml_backend_reg_dev_count(vk.reg));
+  // With the parent's PROBE_BLOCK_SIZE_ENV, a device buffer type's maximum is the device's
+  // max_memory_allocation_size (what ggml-vulkan's temporaries may not exceed).
+  const maxAllocation = Array.from({ length: devices }, (_, i) =>
+    Number(s.wsp_ggml_backend_buft_get_max_size(s.wsp_ggml_backend_dev_buffer_type(s.wsp_ggml_backend_reg_dev_get(vk.reg, i)))));
+  console.log(JSON.stringify({ ok: true, vulkan: { devices, skipped: vk.skipped, maxAllocation } }));
 } else {
   const ctx = new Context({ memSize: 1 << 20 });
   try {

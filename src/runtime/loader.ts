@@ -171,6 +171,14 @@ export interface Library extends WspGgml {
     readonly reg: number;
     /** Why it was not registered (no library, no Vulkan loader, no device, turned off), or null. */
     readonly skipped: string | null;
+    /**
+     * Each device's largest single allocation (ggml-vulkan's `max_memory_allocation_size`), by
+     * device index in the registry entry, as the probe child measured it ({@linkcode probeVulkan});
+     * absent when the probe did not run or did not say.
+     *
+     * @ignore @internal
+     */
+    readonly maxAllocation?: readonly number[];
   };
 }
 
@@ -478,6 +486,7 @@ function loadVulkan(lib: WspGgml, location: LibraryLocation, enabled: boolean, p
   }
   if (!enabled) return vulkanSkipped(path, `turned off (${VULKAN_ENV}=0 or vulkan: false)`);
   if (libraryFileProblem(path) !== null) return vulkanSkipped(path, `${path} ${libraryFileProblem(path)}`);
+  let maxAllocation: readonly number[] | undefined;
   if (probe) {
     const verdict = probeVulkan(location, path, probe);
     if (verdict !== undefined && verdict.devices === 0) {
@@ -486,9 +495,24 @@ function loadVulkan(lib: WspGgml, location: LibraryLocation, enabled: boolean, p
         ? `${NO_VULKAN_DEVICE} (${how}; ${CPU_TYPE_NOTE})`
         : `${verdict.skipped} (${how})`);
     }
+    maxAllocation = verdict?.maxAllocation;
   }
-  return registerVulkan(lib, location.base, path);
+  const status = registerVulkan(lib, location.base, path);
+  // Same library, same environment: the same devices in the same order as in the child.
+  if (status.reg !== 0 && maxAllocation?.length === Number(lib.symbols.wsp_ggml_backend_reg_dev_count(status.reg))) return { ...status, maxAllocation };
+  return status;
 }
+
+/**
+ * What the probe child sets in its own environment so that a Vulkan device's buffer type reports
+ * the device's `max_memory_allocation_size`: the buffer type's maximum is the suballocation
+ * block size (1 GiB by default, WSP_GGML_VK_SUBALLOCATION_BLOCK_SIZE) capped by that limit, so an
+ * unbounded block size leaves the limit. ggml reads it with `std::stoul`: 32 bits on Windows,
+ * where a limit above 4 GiB is then under-reported (the safe side for the checks that use it).
+ */
+export const PROBE_BLOCK_SIZE_ENV: Readonly<Record<string, string>> = {
+  WSP_GGML_VK_SUBALLOCATION_BLOCK_SIZE: process.platform === "win32" ? "4294967295" : "18446744073709551615",
+};
 
 const NO_VULKAN_DEVICE = "no Vulkan device";
 const CPU_TYPE_NOTE = "a CPU-type device such as lavapipe counts only when WSP_GGML_VK_VISIBLE_DEVICES names it";
@@ -529,6 +553,8 @@ export interface VulkanProbeVerdict {
   readonly skipped: string | null;
   /** Whether the verdict came from the cache. */
   readonly cached: boolean;
+  /** Each device's `max_memory_allocation_size` (see {@linkcode PROBE_BLOCK_SIZE_ENV}), when the child reported it. */
+  readonly maxAllocation?: readonly number[];
 }
 
 // Environment variables that change which Vulkan driver and devices a process sees: ggml-vulkan's
@@ -583,7 +609,8 @@ const PROBE_CRASHED = "the Vulkan probe process";
  * runtime (`probe_child` with the Vulkan library as third argument), so that a machine
  * without a GPU does not map its Vulkan drivers into this process for nothing; a driver that
  * crashes or hangs kills only the child (Vulkan is then skipped, with the child's output as
- * the reason).
+ * the reason). The child also reports each device's largest allocation (`maxAllocation`, see
+ * {@linkcode PROBE_BLOCK_SIZE_ENV}), which the Vulkan checks of the API bound temporaries with.
  *
  * Verdicts are cached on disk in {@linkcode probeCacheDir} (`vulkan-probe-<key>.json`), keyed by
  * the Vulkan and base libraries' paths, sizes and modification times, the environment variables
@@ -608,7 +635,7 @@ export function probeVulkan(location: LibraryLocation, path: string, options: { 
       return [f, st.size, st.mtimeMs];
     });
     const key = createHash("sha256")
-      .update(JSON.stringify(["vulkan-probe-1", identity, vars, vulkanMachineSignature(env), process.platform, process.arch]))
+      .update(JSON.stringify(["vulkan-probe-2", identity, vars, vulkanMachineSignature(env), process.platform, process.arch]))
       .digest("hex").slice(0, 32);
     cacheFile = join(probeCacheDir(), `vulkan-probe-${key}.json`);
   } catch (e) {
@@ -622,7 +649,7 @@ export function probeVulkan(location: LibraryLocation, path: string, options: { 
     if (typeof v.devices === "number") {
       // A remembered crash still costs the GPU: say so on every start, not only the first.
       if (v.skipped?.startsWith(PROBE_CRASHED)) console.warn(`wsp-ggml: ${path} was not loaded: ${v.skipped} (cached)`);
-      return { devices: v.devices, skipped: v.skipped ?? null, cached: true };
+      return { devices: v.devices, skipped: v.skipped ?? null, cached: true, ...(maxAllocations(v.maxAllocation) ? { maxAllocation: v.maxAllocation } : {}) };
     }
   } catch { /* not cached yet */ }
   if (!existsSync(script)) {
@@ -640,7 +667,7 @@ export function probeVulkan(location: LibraryLocation, path: string, options: { 
     debug("the runtime does not allow running a child process (Deno without --allow-run)");
     return undefined;
   }
-  const env: Record<string, string | undefined> = { ...process.env, [PROBE_ENV]: "0" };
+  const env: Record<string, string | undefined> = { ...process.env, [PROBE_ENV]: "0", ...PROBE_BLOCK_SIZE_ENV };
   delete env.NODE_TEST_CONTEXT;
   const r = spawnSync(cmd, args, { encoding: "utf8", env: env as Record<string, string>, timeout: VULKAN_PROBE_TIMEOUT_MS, stdio: ["ignore", "pipe", "pipe"] });
   if (r.status === undefined && r.signal === undefined && !r.error) {
@@ -652,7 +679,7 @@ export function probeVulkan(location: LibraryLocation, path: string, options: { 
     debug(r.error.message);
     return undefined;
   }
-  let answer: { ok?: boolean; vulkan?: { devices?: number; skipped?: string | null } } = {};
+  let answer: { ok?: boolean; vulkan?: { devices?: number; skipped?: string | null; maxAllocation?: unknown } } = {};
   try {
     answer = JSON.parse((r.stdout ?? "").trim().split("\n").pop() ?? "");
   } catch { /* the child died before answering */ }
@@ -670,7 +697,13 @@ export function probeVulkan(location: LibraryLocation, path: string, options: { 
   const fault = !timedOut && (r.signal === null || /^SIG(?:SEGV|BUS|ILL|ABRT|FPE|TRAP|SYS)$/.test(r.signal));
   let verdict: VulkanProbeVerdict;
   if (answered) {
-    verdict = { devices: answer.vulkan!.devices!, skipped: answer.vulkan!.devices! > 0 ? null : answer.vulkan!.skipped ?? null, cached: false };
+    const max = answer.vulkan!.maxAllocation;
+    verdict = {
+      devices: answer.vulkan!.devices!,
+      skipped: answer.vulkan!.devices! > 0 ? null : answer.vulkan!.skipped ?? null,
+      cached: false,
+      ...(maxAllocations(max) && max.length === answer.vulkan!.devices ? { maxAllocation: max } : {}),
+    };
   } else {
     // What would have taken this process down: skip Vulkan, say why, keep the CPU.
     const how = timedOut ? `timed out after ${VULKAN_PROBE_TIMEOUT_MS / 1000} s` : r.signal ? `was killed by ${r.signal}` : `exited with code ${r.status}`;
@@ -682,12 +715,15 @@ export function probeVulkan(location: LibraryLocation, path: string, options: { 
       // Written whole, then renamed: processes starting together never read half a verdict.
       mkdirSync(dirname(cacheFile), { recursive: true });
       const tmp = `${cacheFile}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify({ devices: verdict.devices, skipped: verdict.skipped }));
+      writeFileSync(tmp, JSON.stringify({ devices: verdict.devices, skipped: verdict.skipped, maxAllocation: verdict.maxAllocation }));
       renameSync(tmp, cacheFile);
     } catch { /* an unwritable cache only costs a probe next time */ }
   }
   return verdict;
 }
+
+/** Whether `v` is a list of allocation limits (positive byte counts), as the probe child reports them. */
+const maxAllocations = (v: unknown): v is number[] => Array.isArray(v) && v.every((n) => typeof n === "number" && n > 0);
 
 /**
  * Why `path` cannot be a shared library for dlopen, or null when its header

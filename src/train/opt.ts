@@ -30,6 +30,7 @@ import { Context } from "../core/context.ts";
 import { storageArray, Tensor, type TensorData } from "../core/tensor.ts";
 import { bufferOf, supports } from "../backend/backend.ts";
 import { Sched } from "../backend/sched.ts";
+import { emptySplitState, predictRawSplits, SCHED_MAX_SPLIT_INPUTS, type SplitPrediction } from "../backend/sched_split.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 
 export { OptBuildType, OptLossType, OptOptimizerType };
@@ -45,6 +46,62 @@ const TENSOR = layouts.wsp_ggml_tensor.fields;
 const OPT_CTX = { backendSched: 0, allocatedGraph: 8, ctxCompute: 40 } as const;
 /** `WSP_GGML_DEFAULT_GRAPH_SIZE`: the size of the graphs ggml-opt builds. */
 const OPT_GRAPH_SIZE = 2048;
+
+/**
+ * Where `struct wsp_ggml_opt_context` holds its `std::mt19937` (after 9 pointers), and the bytes
+ * scanned from there for the `inputs`, `outputs` pair that follows it and the 3 enums: the
+ * largest engine of the C++ libraries (624 64-bit words and an index) and room for the enums.
+ */
+const OPT_RNG_AT = 72, OPT_SCAN_BYTES = 5024 + 16;
+/** From `inputs`: `outputs`, `labels`, `loss`, `pred`, `ncorrect`, `gf`, `gb_grad`, `gb_opt` (pointers). */
+const OPT_AFTER_INPUTS = 9 * 8;
+
+/** ggml-opt's graphs (0 where its build type has none). */
+interface OptGraphs {
+  /** The forward graph (evaluation). */
+  readonly gf: number;
+  /** Forward and backward (training with gradient accumulation). */
+  readonly gbGrad: number;
+  /** Forward, backward and the optimizer step (training). */
+  readonly gbOpt: number;
+}
+
+/** A 64-bit pointer at word `k` of `w`. */
+const ptrAt = (w: Int32Array, k: number) => (w[k] >>> 0) + (w[k + 1] >>> 0) * 2 ** 32;
+
+/**
+ * Finds ggml-opt's graph pointers in its context struct: its offset after the RNG depends on the
+ * C++ library, so the words are scanned for `inputs, outputs` (what ggml-opt's accessors return),
+ * confirmed by `labels, loss, pred, ncorrect` after them and graphs that live in `ctxCompute`'s
+ * pool as `buildType` says. Reads stop at the first match (inside the struct). Returns why not, as
+ * a string, where nothing matches.
+ */
+function findOptGraphs(opt: number, ctxCompute: Context, buildType: OptBuildType): OptGraphs | string {
+  const s = sym();
+  const want = [s.wsp_ggml_opt_inputs(opt), s.wsp_ggml_opt_outputs(opt), s.wsp_ggml_opt_labels(opt), s.wsp_ggml_opt_loss(opt), s.wsp_ggml_opt_pred(opt), s.wsp_ggml_opt_ncorrect(opt)];
+  const w = new Int32Array(ffi.view(opt + OPT_RNG_AT, OPT_SCAN_BYTES + OPT_AFTER_INPUTS));
+  const base = ctxCompute._base, end = base + 4 * ctxCompute._words("OptContext").length;
+  const inPool = (g: number) => g >= base && g < end;
+  for (let k = 0; 4 * k < OPT_SCAN_BYTES; k += 2) {
+    if (ptrAt(w, k) !== want[0] || ptrAt(w, k + 2) !== want[1]) continue;
+    if (!want.every((p, j) => ptrAt(w, k + 2 * j) === p)) continue;
+    const g = { gf: ptrAt(w, k + 12), gbGrad: ptrAt(w, k + 14), gbOpt: ptrAt(w, k + 16) };
+    const ok = inPool(g.gf) && (buildType === OptBuildType.FORWARD ? g.gbGrad === 0 : inPool(g.gbGrad)) && (buildType === OptBuildType.OPT ? inPool(g.gbOpt) : g.gbOpt === 0);
+    return ok ? g : "its graph pointers after inputs … ncorrect are not graphs of the compute context";
+  }
+  return `inputs, outputs, labels, loss, pred, ncorrect were not found within ${OPT_SCAN_BYTES} bytes after its RNG`;
+}
+
+/** The message of the error thrown where ggml's split of ggml-opt's `graph` would assert on its input limit. */
+function optSplitMessage(what: string, graph: string, plan: SplitPrediction<number>, sched: Sched): string {
+  const o = plan.overflow!, s = sym();
+  const name = ffi.readCString(o.node + TENSOR.name.offset) || "(unnamed)";
+  const node = `${ffi.readCString(s.wsp_ggml_op_desc(o.node))} '${name}' (node ${o.index} of ggml-opt's ${graph} graph)`;
+  if (o.kind === "graph") {
+    return `${what}: ${node} would make the parallel scheduler's graph read ${o.count} input tensors, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml aborts): use a scheduler without parallel`;
+  }
+  return `${what}: ${node} would bring split ${o.split} (on ${sched.backends[o.backend]?.name ?? "?"}) to ${o.count} tensors copied from other backends, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml starts a new split only when one is already full, and aborts): keep the parameters in buffers of the scheduler's first backend (${sched.backends[0].name}: ggml-opt keeps its gradients, optimizer moments and loss there), or spread fewer of them over other backends`;
+}
 
 /**
  * A native handle owned by one JS object: freed by `free()`, `using` or the
@@ -582,7 +639,7 @@ export class OptContext extends Owned {
    * @throws {NotAllocatedError} when `inputs` is not in a backend buffer
    * @throws {ShapeError} / {GgmlTypeError} for outputs ggml's loss cannot take
    * @throws {GraphFullError} when the graphs exceed ggml-opt's 2048 nodes, the scheduler's graph size, or the compute context's memory
-   * @throws {UnsupportedOpError} when a node of the backward pass has no backend or no backward
+   * @throws {UnsupportedOpError} when a node of the backward pass has no backend or no backward, or (to train) the scheduler's first backend is an RPC backend (its buffers cannot be zeroed)
    * @throws {BoundsError} for optimizer parameters ggml asserts on
    */
   constructor(options: OptContextOptions) {
@@ -614,6 +671,11 @@ export class OptContext extends Owned {
     const optimizer = options.optimizer ?? { type: "adamw" } as OptimizerParams;
     const optType = writeOptimizerParams("OptContext", optimizer, pars);
     preflight(sched, ctxCompute, outputs, lossType, buildType, optType);
+    // ggml-opt zeroes its gradients and optimizer moments (wsp_ggml_graph_reset), which it keeps in a buffer of
+    // the scheduler's first backend; an RPC buffer has no memset (ggml aborts, in wsp_ggml_opt_init already).
+    if (buildType !== OptBuildType.FORWARD && sched.backends.length > 1 && sym().wsp_ggml_backend_is_rpc(sched.backends[0].pointer)) {
+      throw new UnsupportedOpError(`OptContext: ggml-opt keeps its gradients and optimizer state in a buffer of the scheduler's first backend, ${sched.backends[0].name}, and zeroes them with a memset RPC buffers do not implement (ggml aborts): put another backend first (e.g. [cpu, rpc, cpu])`);
+    }
 
     const s = sym();
     const P = layouts.wsp_ggml_opt_params.fields;
@@ -725,6 +787,51 @@ export class OptContext extends Owned {
     return p;
   }
 
+  /** ggml-opt's graphs, found at the first check (a string: why they could not be). */
+  #graphs: OptGraphs | string | undefined;
+  /** Per graph: the split check's verdict (an error message, or null) and how to tell it still holds. */
+  readonly #splitVerdicts = new Map<number, { readonly message: string | null; readonly unchanged: () => boolean }>();
+
+  /**
+   * ggml-opt allocates its graphs on the scheduler itself (`wsp_ggml_backend_sched_alloc_graph`
+   * after a reset), past Sched's own check of the split inputs: predicts the split of each graph
+   * an epoch with `idata` of `ndata` datapoints trained may allocate (`gb_opt`, and `gb_grad`
+   * with gradient accumulation, to train; `gf` to evaluate) and throws where ggml would assert.
+   * The verdicts are kept per graph while its tensors keep their buffers and flags.
+   */
+  #checkSplits(what: string, opt: number, idata: number, ndata: number): void {
+    const sched = this.sched;
+    if (sched.backends.length === 1) return; // nothing is copied
+    const found = this.#graphs ??= findOptGraphs(opt, this.ctxCompute, this.buildType);
+    if (typeof found === "string") {
+      throw new UnsupportedOpError(`${what}: ggml-opt's graphs cannot be located in this build's wsp_ggml_opt_context (${found}), so their split over ${sched.backends.length} backends cannot be checked before ggml allocates it (use a scheduler of one backend)`);
+    }
+    // Training allocates gb_opt for the batches that step, gb_grad for the others (optPeriod > 1).
+    const graphs: [string, number][] = [];
+    if (idata > 0 && this.optPeriod > 1) graphs.push(["gradient", found.gbGrad]);
+    if (idata > 0) graphs.push(["training", found.gbOpt]);
+    if (idata < ndata) graphs.push(["evaluation", found.gf]);
+    for (const [name, g] of graphs) {
+      let v = this.#splitVerdicts.get(g);
+      if (v === undefined || !v.unchanged()) this.#splitVerdicts.set(g, v = this.#predictOptSplit(what, name, g));
+      if (v.message !== null) throw new BoundsError(v.message);
+    }
+  }
+
+  /** @ignore @internal ggml-opt's graph pointers (`gf`, `gb_grad`, `gb_opt`), or why they cannot be found (tests compare their predicted splits with ggml's). */
+  _optGraphs(): { readonly gf: number; readonly gbGrad: number; readonly gbOpt: number } | string {
+    return this.#graphs ??= findOptGraphs(this._live("_optGraphs"), this.ctxCompute, this.buildType);
+  }
+
+  /** The split verdict of ggml-opt's graph `g`, predicted from a reset scheduler (ggml-opt resets it before allocating). */
+  #predictOptSplit(what: string, name: string, g: number): { readonly message: string | null; readonly unchanged: () => boolean } {
+    const sched = this.sched;
+    const known = [...new Set([this.ctxCompute, this.inputs.context, ...this.outputs.context._reachable()])];
+    const plan = predictRawSplits(g, sched._splitModel(), emptySplitState(), known);
+    if (plan === null) throw new UnsupportedOpError(`${what}: ggml-opt's ${name} graph does not have the layout of struct wsp_ggml_cgraph this build expects, so its split cannot be checked`);
+    return { message: plan.overflow !== null ? optSplitMessage(what, name, plan, sched) : null, unchanged: plan.unchanged };
+  }
+
   /** The model's index checks (indices.ts), planned at the first epoch. */
   #indexPlan: IndexPlan | undefined;
 
@@ -808,7 +915,8 @@ export class OptContext extends Owned {
    * graph resets it first, and this context then allocates its graph anew).
    *
    * @throws {ShapeError} / {GgmlTypeError} / {ArgumentError} for a dataset that does not fit the inputs / outputs / loss
-   * @throws {BoundsError} for `idataSplit` outside 0 … ndata or not a multiple of the batch size
+   * @throws {BoundsError} for `idataSplit` outside 0 … ndata or not a multiple of the batch size, or when a split of ggml-opt's graph on a scheduler of several backends would copy in more than 30 tensors from other backends (ggml's `WSP_GGML_SCHED_MAX_SPLIT_INPUTS`: it aborts)
+   * @throws {UnsupportedOpError} on a scheduler of several backends, where this build's ggml-opt graphs cannot be located to check their split
    */
   epoch(dataset: OptDataset, options: EpochOptions = {}): EpochResult {
     const p = this._live("epoch");
@@ -832,6 +940,7 @@ export class OptContext extends Owned {
       const inputs = this.inputs;
       scanIndices("epoch", plan.map((s) => (s.idx.viewSrc ?? s.idx) === inputs ? { ...s, data: dataset._raw("epoch") } : s));
     }
+    this.#checkSplits("epoch", p, idata, dataset.ndata);
     // ggml-opt computes its allocated graph again as long as it is the one it needs, without telling the
     // scheduler: after another allocation of the scheduler (ours, another OptContext's), it must allocate anew.
     if (this.#schedGeneration !== undefined && this.#schedGeneration !== this.sched._generation) {

@@ -28,18 +28,34 @@ import { ffi, keepAlive, library } from "../runtime/loader.ts";
 import { logFlush } from "../runtime/log.ts";
 import { whisperAsync, whisperSymbols } from "../runtime/whisper.ts";
 import { scanWhisperModel, type WhisperModelInfo } from "./model_file.ts";
+import { BackendDevType } from "../ffi/bindings.gen.ts";
+import { devices } from "../backend/backend.ts";
+import { isMetalDevice, metalPrivateRefusal } from "../backend/metal_checks.ts";
 
 /** Whisper's sample rate: {@linkcode WhisperModel.transcribe} takes 16 kHz mono. */
 export const WHISPER_RATE = 16000;
 
 /** Options of {@linkcode WhisperModel.load}. */
 export interface WhisperModelOptions {
-  /** Use a GPU device when one is registered (Vulkan, Metal); default true. Without one the CPU computes. */
+  /**
+   * Use a GPU device when one is registered (Vulkan, Metal); default true. Without one the CPU
+   * computes, and also on a Metal device whose buffers the host cannot map (ggml-metal aborts on
+   * every copy into them: see `Device.init`).
+   */
   readonly useGpu?: boolean;
   /** Flash attention; default false (whisper.rn's default; whisper.cpp's C default is true). */
   readonly flashAttn?: boolean;
   /** Which GPU, counted among the GPU devices; default 0. */
   readonly gpuDevice?: number;
+}
+
+/**
+ * Whether whisper.cpp's GPU choice (the `index`-th device of type GPU, as whisper_backend_init_gpu
+ * counts them; none: the CPU) is one ggml can copy to: false for a Metal device with private buffers.
+ */
+function gpuUsable(index: number): boolean {
+  const dev = devices().filter((d) => d.type === BackendDevType.GPU)[index];
+  return dev === undefined || !isMetalDevice(dev) || metalPrivateRefusal(dev.name, dev.bufferType.name) === null;
 }
 
 /** Options of {@linkcode WhisperModel.transcribe}. */
@@ -228,7 +244,7 @@ export class WhisperModel {
     const params = new Uint8Array(L.size);
     w.whisper_context_default_params(ffi.addressOf(params));
     const v = new DataView(params.buffer);
-    v.setUint8(L.fields.use_gpu.offset, useGpu ? 1 : 0);
+    v.setUint8(L.fields.use_gpu.offset, useGpu && gpuUsable(gpuDevice) ? 1 : 0);
     v.setUint8(L.fields.flash_attn.offset, flashAttn ? 1 : 0);
     v.setInt32(L.fields.gpu_device.offset, gpuDevice, true);
     const fname = cString(path);

@@ -68,7 +68,7 @@ test("API fuzz: defective calls throw typed errors, valid results match float64,
     /^checked:(setRows|addId|mulMatId|getRowsBack)$/, /^(ok:.*\[(backend|sched)\.async\]|(ok|aborted):(backend|sched)\.graphComputeAsync.*)$/]) {
     assert.ok(has(re), `no outcome matches ${re}`);
   }
-  assert.equal(Object.keys(rep.outcomes).filter((k) => k.startsWith("regression:")).length, 8, "the regression cases ran");
+  assert.equal(Object.keys(rep.outcomes).filter((k) => k.startsWith("regression:")).length, 9, "the regression cases ran");
   const bound = RSS_BOUND + rep.computeSteps * RSS_PER_COMPUTE_STEP;
   assert.ok(rep.rss.end - rep.rss.warm < bound, `RSS grew by ${mib(rep.rss.end - rep.rss.warm)} MiB after warm-up (bound ${mib(bound)} MiB)`);
 });

@@ -754,6 +754,27 @@ function regressions(): void {
     buf.free();
     notAllocated(() => g.compute({ nThreads: 1 }), () => s.graphCompute(g), () => be.graphCompute(g), () => gv.compute({ nThreads: 1 }), () => s.graphCompute(gv));
   });
+  // After that error the native scheduler was still allocated: the next allocation met ggml's
+  // WSP_GGML_ASSERT(!sched->is_alloc) (an abort), since the scheduler reset only when it knew a graph allocated.
+  t("a scheduler computes again once the freed buffer is allocated anew", () => {
+    using be = Backend.cpu({ nThreads: 1 });
+    using s = new Sched({ backends: [be] });
+    using lazy = new Context({ memSize: 1 << 16, noAlloc: true });
+    using w = new Context({ memSize: 1 << 20, noAlloc: true });
+    const a = lazy.newTensor1d(Type.F32, 64);
+    const y = w.scale(a, 2);
+    const g = w.newGraph().buildForwardExpand(y);
+    const buf = allocCtxTensors(lazy, be)!;
+    tensorSet(a, new Float32Array(64).fill(1));
+    s.graphCompute(g);
+    buf.free();
+    notAllocated(() => s.graphCompute(g));
+    using again = allocCtxTensors(lazy, be)!;
+    tensorSet(a, new Float32Array(64).fill(3));
+    s.graphCompute(g);
+    const got = tensorGet(y) as Float32Array;
+    if (got.some((x) => x !== 6)) throw new Error(`scale after the new allocation = ${got[0]}, want 6`);
+  });
   // The same for a Gallocr: its tensors pointed into its freed buffers (graph.compute then wrote to freed memory).
   t("tensors a Gallocr placed are unallocated once it frees its buffers or allocates another graph", () => {
     using be = Backend.cpu({ nThreads: 1 });
