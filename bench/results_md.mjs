@@ -1,5 +1,5 @@
 // The sections of bench/RESULTS.md that the single-purpose runners own (bench/llm_run.mjs,
-// whisper_run.mjs, rpc.mjs), each between its markers; bench/run.mjs rewrites the file and keeps them.
+// whisper_run.mjs, rpc.mjs, index_scan.mjs), each between its markers; bench/run.mjs rewrites the file and keeps them.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
