@@ -199,7 +199,8 @@ export class Sched {
   /** The eval callback, in a box the handle's release shares (it must not refer to the scheduler). */
   readonly #eval: { cb?: { close(): void; pointer: number } } = {};
   #evalError: unknown;
-  #graphs = new Map<number, Graph>();
+  /** The graph of the last call (the eval callback names its tensors); one only: a map of every graph ever given kept them all alive. */
+  #lastGraph: Graph | undefined;
   /** The graphs whose every node a backend supports, with their node and leaf counts when checked. */
   #supported = new WeakMap<Graph, string>();
   /** Each computed graph's tensors (nodes and their sources), with the node count they were listed at. */
@@ -422,7 +423,7 @@ export class Sched {
       checkAllocBound(what, graph);
       this.#supported.set(graph, counted);
     }
-    this.#graphs.set(graph.pointer, graph);
+    this.#lastGraph = graph;
     return graph.pointer;
   }
 
@@ -779,9 +780,8 @@ export class Sched {
 
   /** The tensor object of a node the eval callback is called for; null for the scheduler's own tensors (copies of split inputs), which belong to no JS context. */
   #resolve(t: number): Tensor | null {
-    for (const g of this.#graphs.values()) {
-      for (const c of g.context._reachable()) if (c._contains(t)) return c._wrap(t);
-    }
+    const g = this.#lastGraph;
+    if (g !== undefined) for (const c of g.context._reachable()) if (c._contains(t)) return c._wrap(t);
     return null;
   }
 
@@ -792,7 +792,7 @@ export class Sched {
     this.#notComputing("free");
     this.#placements.clear();
     dispose(this.#h);
-    this.#graphs.clear();
+    this.#lastGraph = undefined;
   }
 
   /** Frees the scheduler (`using`). */
