@@ -24,7 +24,7 @@ import { Tensor } from "../core/tensor.ts";
 import { Buffer, BufferType } from "./buffer.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 import { checkVulkanGraph, vulkanRuns } from "./vulkan_checks.ts";
-import { checkMetalDevice, checkMetalGraph, isMetalDevice, metalPrivateRefusal, metalRuns } from "./metal_checks.ts";
+import { checkMetalDevice, checkMetalGraph, metalDeviceRefusal, metalRuns } from "./metal_checks.ts";
 
 const sym = () => runtime().lib.symbols;
 const str = (p: number) => ffi.readCString(p) ?? "";
@@ -361,7 +361,7 @@ export function bestDevice(options: BestDeviceOptions = {}): Device {
 
 /** Whether a backend can be made on `device`: false only for a Metal device whose buffers the host cannot map. */
 function usable(device: Device): boolean {
-  return !isMetalDevice(device) || metalPrivateRefusal(device.name, device.bufferType.name) === null;
+  return metalDeviceRefusal(device) === null;
 }
 
 /**

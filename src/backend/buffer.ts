@@ -21,7 +21,7 @@ import { checkAllocBound } from "./alloc_bound.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 import { extraBuftOf } from "../core/extra_registry.ts";
-import { hasMemset } from "../core/buffer_caps.ts";
+import { bufferTypeName, hasMemset } from "../core/buffer_caps.ts";
 import { checkMetalBufferType } from "./metal_checks.ts";
 
 const sym = () => runtime().lib.symbols;
@@ -39,7 +39,7 @@ export class BufferType {
 
   /** Name (`wsp_ggml_backend_buft_name`). */
   get name(): string {
-    return ffi.readCString(sym().wsp_ggml_backend_buft_name(this.pointer)) ?? "";
+    return bufferTypeName(this.pointer);
   }
 
   /** Alignment of tensor data in its buffers, in bytes. */
@@ -486,7 +486,7 @@ function checkAccess(what: string, t: Tensor, offset: number, length: number): v
 function checkExtra(what: string, t: Tensor, offset: number, length: number): void {
   const buft = extraBuftOf(t._ptr);
   if (buft === 0) return;
-  const name = ffi.readCString(sym().wsp_ggml_backend_buft_name(buft)) ?? "";
+  const name = bufferTypeName(buft);
   if (what !== "tensorSet") throw new ArgumentError(`${what}: ${t.describe()} is in a ${name} buffer, whose data is re-laid-out and cannot be read back or set in part`);
   if (t.viewSrc !== null) throw new ArgumentError(`${what}: ${t.describe()} is a view into a ${name} buffer; write the whole tensor it views`);
   if (offset !== 0 || length !== t.nbytes) throw new ArgumentError(`${what}: a ${name} buffer takes a tensor whole (${t.nbytes} bytes at offset 0), not bytes ${offset}..${offset + length} of ${t.describe()}`);
@@ -600,7 +600,6 @@ export function tensorMemset(tensor: Tensor, value: number, offset = 0, length?:
   }
   sym().wsp_ggml_backend_tensor_memset(tensor._ptr, value, offset, n);
 }
-
 
 /**
  * Copies `src` into `dst`, across backends if needed

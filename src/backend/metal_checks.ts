@@ -19,6 +19,7 @@ import { ffi } from "../runtime/loader.ts";
 import { runtime } from "../runtime/runtime.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { dense0, srcAt } from "../core/checks.ts";
+import { bufferTypeName } from "../core/buffer_caps.ts";
 import type { Graph } from "../core/graph.ts";
 import type { Backend, Device } from "./backend.ts";
 
@@ -254,7 +255,6 @@ export function metalPrivateRefusal(device: string, defaultBufferType: string): 
 }
 
 const sym = () => runtime().lib.symbols;
-const bufferTypeName = (buft: number) => ffi.readCString(sym().wsp_ggml_backend_buft_name(buft)) ?? "";
 
 /**
  * Before a backend is made on `device` (`Device.init`, `Backend.initByName`, …):
@@ -263,9 +263,13 @@ const bufferTypeName = (buft: number) => ffi.readCString(sym().wsp_ggml_backend_
  * @throws {GgmlError} (`UNSUPPORTED`) for such a device
  */
 export function checkMetalDevice(what: string, device: Device): void {
-  if (!isMetalDevice(device)) return;
-  const why = metalPrivateRefusal(device.name, device.bufferType.name);
+  const why = metalDeviceRefusal(device);
   if (why !== null) throw new GgmlError("UNSUPPORTED", `${what}: ${why}`);
+}
+
+/** {@linkcode metalPrivateRefusal} of `device` when it is a Metal device; null for any other. */
+export function metalDeviceRefusal(device: Device): string | null {
+  return isMetalDevice(device) ? metalPrivateRefusal(device.name, device.bufferType.name) : null;
 }
 
 /**

@@ -21,7 +21,7 @@ import { type AsyncComputeOptions, Backend, bufferOf, checkStatus, graphTensors,
 import { BufferType, Placements } from "./buffer.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 import { isMetalDevice, metalExpertCopyRefusal } from "./metal_checks.ts";
-import { emptySplitState, predictSplits, SCHED_MAX_SPLIT_INPUTS, type SplitModel, type SplitOverflow, type SplitPrediction, type SplitState } from "./sched_split.ts";
+import { emptySplitState, overflowText, predictSplits, SCHED_MAX_SPLIT_INPUTS, type SplitModel, type SplitOverflow, type SplitPrediction, type SplitState } from "./sched_split.ts";
 
 const sym = () => runtime().lib.symbols;
 
@@ -160,10 +160,10 @@ function schedBytes(graphSize: number, nBackends: number, nCopies: number): numb
 /** The message of the error thrown where ggml's split would assert on its input limit. */
 function splitOverflowMessage(what: string, o: SplitOverflow, backends: readonly Backend[]): string {
   const node = `${ffi.readCString(sym().wsp_ggml_op_desc(o.node._ptr))} ${o.node.describe()} (node ${o.index})`;
-  if (o.kind === "graph") {
-    return `${what}: ${node} would make the parallel scheduler's graph read ${o.count} input tensors, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml aborts): use a scheduler without parallel, or fewer setInput() tensors`;
-  }
-  return `${what}: ${node} would bring split ${o.split} (on ${backends[o.backend]?.name ?? "?"}) to ${o.count} tensors copied from other backends, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml starts a new split only when one is already full, and aborts): assign fewer of the split's sources to other backends, or place the node on the backend of its inputs (setTensorBackend)`;
+  const todo = o.kind === "graph"
+    ? "use a scheduler without parallel, or fewer setInput() tensors"
+    : "assign fewer of the split's sources to other backends, or place the node on the backend of its inputs (setTensorBackend)";
+  return `${what}: ${node} ${overflowText(o, backends[o.backend]?.name ?? "?")}: ${todo}`;
 }
 
 /** Options of {@linkcode Sched}. */
@@ -309,6 +309,12 @@ export class Sched {
     } finally {
       restore();
     }
+  }
+
+  /** `wsp_ggml_backend_sched_reset`, and the mirror of the native scheduler's memory with it. */
+  #nativeReset(p: number): void {
+    sym().wsp_ggml_backend_sched_reset(p);
+    this.#mirror = { state: emptySplitState() };
   }
 
   #live(what: string): number {
@@ -528,10 +534,7 @@ export class Sched {
 
   #alloc(what: string, p: number, graph: Graph, g: number): void {
     // ggml asserts that an allocated scheduler is reset before it allocates again (ours, or ggml-opt's: #foreign).
-    if (this.#allocated || this.#foreign) {
-      sym().wsp_ggml_backend_sched_reset(p);
-      this.#mirror = { state: emptySplitState() };
-    }
+    if (this.#allocated || this.#foreign) this.#nativeReset(p);
     this.#foreign = false;
     this.#generation++;
     this.#allocated = undefined;
@@ -580,8 +583,7 @@ export class Sched {
         throw e;
       }
       if (why === null) continue;
-      s.wsp_ggml_backend_sched_reset(p);
-      this.#mirror = { state: emptySplitState() };
+      this.#nativeReset(p);
       this.#placements.clear();
       throw new UnsupportedOpError(`${what}: ${ffi.readCString(s.wsp_ggml_op_desc(node._ptr))} on ${node.describe()} was placed on a backend that cannot run it: ${why} (place it on another backend with setTensorBackend)`);
     }
@@ -601,8 +603,7 @@ export class Sched {
         continue;
       }
       // The next compute allocates again, from a reset scheduler (ggml asserts !is_alloc).
-      sym().wsp_ggml_backend_sched_reset(this.#h.ptr);
-      this.#mirror = { state: emptySplitState() };
+      this.#nativeReset(this.#h.ptr);
       this.#allocated = undefined;
       this.#splitSlots = [];
       this.#placements.clear();
@@ -711,8 +712,7 @@ export class Sched {
    */
   reset(): this {
     this.#notComputing("reset");
-    sym().wsp_ggml_backend_sched_reset(this.pointer);
-    this.#mirror = { state: emptySplitState() };
+    this.#nativeReset(this.pointer);
     this.#allocated = undefined;
     this.#splitSlots = [];
     this.#foreign = false;

@@ -25,8 +25,8 @@
  */
 import { BackendBufferUsage, layouts, Op, TensorFlag } from "../ffi/bindings.gen.ts";
 import type { Context } from "../core/context.ts";
-import type { Graph } from "../core/graph.ts";
-import type { Tensor } from "../core/tensor.ts";
+import { CG_LEAFS, CG_N_LEAFS, CG_N_NODES, CG_NODES, CG_SIZE, type Graph } from "../core/graph.ts";
+import { i64At, type Tensor } from "../core/tensor.ts";
 import { ffi } from "../runtime/loader.ts";
 import { runtime } from "../runtime/runtime.ts";
 
@@ -38,8 +38,6 @@ const F = layouts.wsp_ggml_tensor.fields;
 const W_OP = F.op.offset >> 2, W_FLAGS = F.flags.offset >> 2, W_BUFFER = F.buffer.offset >> 2, W_VIEW = F.view_src.offset >> 2;
 const W_SRC = F.src.offset >> 2, N_SRC = F.src.length;
 const TENSOR_BYTES = layouts.wsp_ggml_tensor.size;
-/** The head of `struct wsp_ggml_cgraph` up to its `leafs` pointer (ggml-impl.h). */
-const CG_BYTES = 48;
 /** `wsp_ggml_is_view_op`. */
 const isViewOp = (op: number) => op === Op.VIEW || op === Op.RESHAPE || op === Op.PERMUTE || op === Op.TRANSPOSE;
 
@@ -116,6 +114,15 @@ export interface SplitPrediction<T = Tensor> {
   backendOf(tensor: T): number;
 }
 
+/**
+ * What `o` would make ggml assert, for an error message: the count against the limit, and for a
+ * split its index and backend (`backendName`). The caller names the node and says what to do.
+ */
+export function overflowText(o: SplitOverflow<unknown>, backendName: string): string {
+  if (o.kind === "graph") return `would make the parallel scheduler's graph read ${o.count} input tensors, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml aborts)`;
+  return `would bring split ${o.split} (on ${backendName}) to ${o.count} tensors copied from other backends, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml starts a new split only when one is already full, and aborts)`;
+}
+
 /** Reads a pointer (a 64-bit field at word `k`) from a pool's words as a number, without a bigint. */
 const ptrAt = (w: Int32Array, k: number) => (w[k] >>> 0) + (w[k + 1] >>> 0) * 2 ** 32;
 
@@ -188,23 +195,33 @@ function gatherGraph(graph: Graph): Gathered<Tensor> {
     return add(from.context._resolve(p));
   };
   const leafs = graph._leafs().map(add), nodes = graph.nodes().map(add);
+  const fields = readFields(() => list.length, (i) => [poolOf[i].words, list[i]._off >> 2], (p, i) => find(p, list[i], poolOf[i]));
+  return { list, ptrs: list.map((t) => t._ptr), leafs, nodes, ...fields, ptrOf: (t) => t._ptr };
+}
+
+/**
+ * The fields the prediction reads of tensors 0, 1, … while `count()` grows: `words(i)` gives
+ * tensor i's struct (its words and the word it starts at), `index(p, i)` the index of the tensor
+ * at `p` that tensor i refers to (a source or the view source; it joins the list if new).
+ */
+function readFields(count: () => number, words: (i: number) => Fields, index: (p: number, i: number) => number) {
   const op: number[] = [], flags: number[] = [], own: number[] = [], view: number[] = [];
   /** The sources of tensor i: srcList[srcStart[i] … srcStart[i + 1]). */
   const srcList: number[] = [], srcStart: number[] = [];
-  for (let i = 0; i < list.length; i++) {
-    const t = list[i], q = poolOf[i], v = q.words, o = t._off >> 2;
+  for (let i = 0; i < count(); i++) {
+    const [v, o] = words(i);
     op.push(v[o + W_OP]);
     flags.push(v[o + W_FLAGS]);
     own.push(ptrAt(v, o + W_BUFFER));
     const vp = ptrAt(v, o + W_VIEW);
-    view.push(vp === 0 ? -1 : find(vp, t, q));
+    view.push(vp === 0 ? -1 : index(vp, i));
     srcStart.push(srcList.length);
     for (let j = 0, w = o + W_SRC; j < N_SRC; j++, w += 2) {
-      if ((v[w] | v[w + 1]) !== 0) srcList.push(find((v[w] >>> 0) + (v[w + 1] >>> 0) * 2 ** 32, t, q));
+      if ((v[w] | v[w + 1]) !== 0) srcList.push(index(ptrAt(v, w), i));
     }
   }
   srcStart.push(srcList.length);
-  return { list, ptrs: list.map((t) => t._ptr), leafs, nodes, op, flags, own, view, srcList, srcStart, ptrOf: (t) => t._ptr };
+  return { op, flags, own, view, srcList, srcStart };
 }
 
 /** A {@linkcode predictRawSplits} outcome. */
@@ -228,15 +245,15 @@ type Fields = readonly [Int32Array, number];
 export function readCgraph(cgraph: number): { readonly nodes: number[]; readonly leafs: number[] } | null {
   const s = runtime().lib.symbols;
   if (cgraph === 0) return null;
-  const h = new Int32Array(ffi.view(cgraph, CG_BYTES));
-  const size = h[0], nNodes = h[1], nLeafs = h[2], nodesAt = ptrAt(h, 4), leafsAt = ptrAt(h, 10);
+  const h = new Int32Array(ffi.view(cgraph, CG_LEAFS + 8));
+  const size = h[CG_SIZE >> 2], nNodes = h[CG_N_NODES >> 2], nLeafs = h[CG_N_LEAFS >> 2], nodesAt = i64At(h, CG_NODES), leafsAt = i64At(h, CG_LEAFS);
   // ggml allocates the leafs array right after the nodes array (both `size` pointers).
   if (size !== s.wsp_ggml_graph_size(cgraph) || nNodes !== s.wsp_ggml_graph_n_nodes(cgraph) || nodesAt !== s.wsp_ggml_graph_nodes(cgraph) || leafsAt !== nodesAt + 8 * size) return null;
   if (nNodes < 0 || nLeafs < 0 || nNodes > size || nLeafs > size) return null;
   const read = (at: number, k: number) => {
     if (k === 0) return [];
     const w = new Int32Array(ffi.view(at, 8 * k));
-    return Array.from({ length: k }, (_, i) => ptrAt(w, 2 * i));
+    return Array.from({ length: k }, (_, i) => i64At(w, 8 * i));
   };
   return { nodes: read(nodesAt, nNodes), leafs: read(leafsAt, nLeafs) };
 }
@@ -268,22 +285,9 @@ export function predictRawSplits(cgraph: number, model: SplitModel, state: Split
     return i;
   };
   const leafs = g.leafs.map(add), nodes = g.nodes.map(add);
-  const op: number[] = [], flags: number[] = [], own: number[] = [], view: number[] = [];
-  const srcList: number[] = [], srcStart: number[] = [];
-  for (let i = 0; i < list.length; i++) {
-    const [v, o] = at[i] = fieldsOf(list[i]);
-    op.push(v[o + W_OP]);
-    flags.push(v[o + W_FLAGS]);
-    own.push(ptrAt(v, o + W_BUFFER));
-    const vp = ptrAt(v, o + W_VIEW);
-    view.push(vp === 0 ? -1 : add(vp));
-    srcStart.push(srcList.length);
-    for (let j = 0, w = o + W_SRC; j < N_SRC; j++, w += 2) {
-      if ((v[w] | v[w + 1]) !== 0) srcList.push(add(ptrAt(v, w)));
-    }
-  }
-  srcStart.push(srcList.length);
-  const plan = predictGathered({ list, ptrs: list, leafs, nodes, op, flags, own, view, srcList, srcStart, ptrOf: (p) => p }, model, state);
+  const fields = readFields(() => list.length, (i) => (at[i] = fieldsOf(list[i])), add);
+  const { flags, own } = fields;
+  const plan = predictGathered({ list, ptrs: list, leafs, nodes, ...fields, ptrOf: (p) => p }, model, state);
   // The fields read through live views (pools, native memory): read again, they tell whether the graph is still the one predicted.
   const unchanged = () => at.every(([v, o], i) => v[o + W_FLAGS] === flags[i] && ptrAt(v, o + W_BUFFER) === own[i]);
   return Object.assign(plan, { unchanged });

@@ -1,7 +1,7 @@
 /**
- * @ignore @internal What a backend buffer can do that ggml asserts on, asked
- * by the core (Graph.reset) and the backend layer (tensorMemset) alike, kept
- * here so that neither imports the other.
+ * @ignore @internal What a backend buffer (type) is and can do that ggml
+ * asserts on, asked by the core (Graph.reset) and the backend layer
+ * (tensorMemset, the GPU checks) alike, kept here so that neither imports the other.
  *
  * @module
  */
@@ -19,6 +19,10 @@ export const TENSOR_BUFFER = layouts.wsp_ggml_tensor.fields.buffer.offset;
  * it; its buffer types are named `RPC[host:port]`).
  */
 export function hasMemset(buf: number): boolean {
-  const s = runtime().lib.symbols;
-  return !(ffi.readCString(s.wsp_ggml_backend_buft_name(s.wsp_ggml_backend_buffer_get_type(buf))) ?? "").startsWith("RPC[");
+  return !bufferTypeName(runtime().lib.symbols.wsp_ggml_backend_buffer_get_type(buf)).startsWith("RPC[");
+}
+
+/** @ignore @internal The name of the buffer type `buft` (a native pointer; `wsp_ggml_backend_buft_name`). */
+export function bufferTypeName(buft: number): string {
+  return ffi.readCString(runtime().lib.symbols.wsp_ggml_backend_buft_name(buft)) ?? "";
 }

@@ -50,7 +50,8 @@ export function checkData(what: string, t: Tensor): void {
 // nodes, grads, grad_accs and leafs arrays. The graph lives in its context's pool (JS memory),
 // so its counts and arrays are read from there; the first graph checks these offsets against the
 // public calls and, should they ever disagree, every graph keeps its JS mirror up to date instead.
-const CG_SIZE = 0, CG_N_NODES = 4, CG_N_LEAFS = 8, CG_NODES = 16, CG_LEAFS = 40;
+/** @ignore @internal Byte offsets in `struct wsp_ggml_cgraph` (also read by src/backend/sched_split.ts for ggml-opt's graphs). */
+export const CG_SIZE = 0, CG_N_NODES = 4, CG_N_LEAFS = 8, CG_NODES = 16, CG_LEAFS = 40;
 let cgraphLayout: boolean | undefined;
 
 /** Whether the cgraph layout above holds (checked once, on a fresh graph). */

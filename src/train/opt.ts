@@ -27,10 +27,10 @@ import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, GraphF
 import { ffi, keepAlive } from "../runtime/loader.ts";
 import { runtime } from "../runtime/runtime.ts";
 import { Context } from "../core/context.ts";
-import { storageArray, Tensor, type TensorData } from "../core/tensor.ts";
+import { i64At, storageArray, Tensor, type TensorData } from "../core/tensor.ts";
 import { bufferOf, supports } from "../backend/backend.ts";
 import { Sched } from "../backend/sched.ts";
-import { emptySplitState, predictRawSplits, SCHED_MAX_SPLIT_INPUTS, type SplitPrediction } from "../backend/sched_split.ts";
+import { emptySplitState, overflowText, predictRawSplits, type SplitPrediction } from "../backend/sched_split.ts";
 import { adopt, dispose, type Handle } from "../core/owned.ts";
 
 export { OptBuildType, OptLossType, OptOptimizerType };
@@ -66,8 +66,6 @@ interface OptGraphs {
   readonly gbOpt: number;
 }
 
-/** A 64-bit pointer at word `k` of `w`. */
-const ptrAt = (w: Int32Array, k: number) => (w[k] >>> 0) + (w[k + 1] >>> 0) * 2 ** 32;
 
 /**
  * Finds ggml-opt's graph pointers in its context struct: its offset after the RNG depends on the
@@ -82,10 +80,9 @@ function findOptGraphs(opt: number, ctxCompute: Context, buildType: OptBuildType
   const w = new Int32Array(ffi.view(opt + OPT_RNG_AT, OPT_SCAN_BYTES + OPT_AFTER_INPUTS));
   const base = ctxCompute._base, end = base + 4 * ctxCompute._words("OptContext").length;
   const inPool = (g: number) => g >= base && g < end;
-  for (let k = 0; 4 * k < OPT_SCAN_BYTES; k += 2) {
-    if (ptrAt(w, k) !== want[0] || ptrAt(w, k + 2) !== want[1]) continue;
-    if (!want.every((p, j) => ptrAt(w, k + 2 * j) === p)) continue;
-    const g = { gf: ptrAt(w, k + 12), gbGrad: ptrAt(w, k + 14), gbOpt: ptrAt(w, k + 16) };
+  for (let at = 0; at < OPT_SCAN_BYTES; at += 8) {
+    if (!want.every((p, j) => i64At(w, at + 8 * j) === p)) continue;
+    const g = { gf: i64At(w, at + 48), gbGrad: i64At(w, at + 56), gbOpt: i64At(w, at + 64) };
     const ok = inPool(g.gf) && (buildType === OptBuildType.FORWARD ? g.gbGrad === 0 : inPool(g.gbGrad)) && (buildType === OptBuildType.OPT ? inPool(g.gbOpt) : g.gbOpt === 0);
     return ok ? g : "its graph pointers after inputs … ncorrect are not graphs of the compute context";
   }
@@ -97,10 +94,10 @@ function optSplitMessage(what: string, graph: string, plan: SplitPrediction<numb
   const o = plan.overflow!, s = sym();
   const name = ffi.readCString(o.node + TENSOR.name.offset) || "(unnamed)";
   const node = `${ffi.readCString(s.wsp_ggml_op_desc(o.node))} '${name}' (node ${o.index} of ggml-opt's ${graph} graph)`;
-  if (o.kind === "graph") {
-    return `${what}: ${node} would make the parallel scheduler's graph read ${o.count} input tensors, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml aborts): use a scheduler without parallel`;
-  }
-  return `${what}: ${node} would bring split ${o.split} (on ${sched.backends[o.backend]?.name ?? "?"}) to ${o.count} tensors copied from other backends, more than WSP_GGML_SCHED_MAX_SPLIT_INPUTS (${SCHED_MAX_SPLIT_INPUTS}; ggml starts a new split only when one is already full, and aborts): keep the parameters in buffers of the scheduler's first backend (${sched.backends[0].name}: ggml-opt keeps its gradients, optimizer moments and loss there), or spread fewer of them over other backends`;
+  const todo = o.kind === "graph"
+    ? "use a scheduler without parallel"
+    : `keep the parameters in buffers of the scheduler's first backend (${sched.backends[0].name}: ggml-opt keeps its gradients, optimizer moments and loss there), or spread fewer of them over other backends`;
+  return `${what}: ${node} ${overflowText(o, sched.backends[o.backend]?.name ?? "?")}: ${todo}`;
 }
 
 /**

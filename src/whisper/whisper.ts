@@ -30,7 +30,7 @@ import { whisperAsync, whisperSymbols } from "../runtime/whisper.ts";
 import { scanWhisperModel, type WhisperModelInfo } from "./model_file.ts";
 import { BackendDevType } from "../ffi/bindings.gen.ts";
 import { devices } from "../backend/backend.ts";
-import { isMetalDevice, metalPrivateRefusal } from "../backend/metal_checks.ts";
+import { metalDeviceRefusal } from "../backend/metal_checks.ts";
 
 /** Whisper's sample rate: {@linkcode WhisperModel.transcribe} takes 16 kHz mono. */
 export const WHISPER_RATE = 16000;
@@ -55,7 +55,7 @@ export interface WhisperModelOptions {
  */
 function gpuUsable(index: number): boolean {
   const dev = devices().filter((d) => d.type === BackendDevType.GPU)[index];
-  return dev === undefined || !isMetalDevice(dev) || metalPrivateRefusal(dev.name, dev.bufferType.name) === null;
+  return dev === undefined || metalDeviceRefusal(dev) === null;
 }
 
 /** Options of {@linkcode WhisperModel.transcribe}. */
