@@ -7,6 +7,7 @@
 //!   zig build bench           the C benchmark driver (bench/driver.c) → zig-out/bin/wsp-bench
 //!   zig build smoke-dist      smoke binaries for every target → zig-out/smoke/<target>/ (for qemu / wine)
 //!   zig build whisper-driver  the C whisper driver (native/whisper/driver.c) → zig-out/bin/wsp-whisper-driver
+//!   zig build score-probes    score-only CPU variants, one feature each (tests/cpu_variant.test.ts) → zig-out/score-probes/
 //!   zig build rpc-upstream    llama.cpp's rpc-server (second pin) → zig-out/bin/wsp-rpc-server-upstream
 //!   zig build rpc-client      the C RPC client (native/rpc/client.c) → zig-out/bin/wsp-rpc-client
 //!
@@ -214,6 +215,28 @@ pub fn build(b: *std.Build) !void {
     const wd_step = b.step("whisper-driver", "Build the C whisper driver (native/whisper/driver.c) into zig-out/bin/");
     wd_step.dependOn(&b.addInstallArtifact(wd_exe, .{}).step);
     wd_step.dependOn(b.getInstallStep());
+
+    // zig build score-probes: score-only CPU "variants" (cpu-feats.cpp with one feature macro,
+    // no kernels) into zig-out/score-probes/, so that tests/cpu_variant.test.ts can name one that
+    // this CPU lacks and see the loader refuse it on any machine.
+    const probes_step = b.step("score-probes", "Score-only CPU variants (one feature each) into zig-out/score-probes/");
+    const probe_feats: []const []const u8 = switch (target.result.cpu.arch) {
+        .x86_64 => &.{ "AVX2", "AVX512", "AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16", "AMX_INT8" },
+        .aarch64 => &.{ "USE_DOTPROD", "USE_MATMUL_INT8", "USE_SVE", "USE_SVE2", "USE_SME" },
+        else => &.{},
+    };
+    const probe_target = try withCpu(b, target, baselineCpu(target.result));
+    const probe_dir: std.Build.InstallDir = .{ .custom = "score-probes" };
+    for (probe_feats) |f| {
+        const pm = b.createModule(.{ .target = probe_target, .optimize = opts.optimize, .strip = true, .link_libc = true, .link_libcpp = true });
+        addCommon(b, pm, target.result.os.tag);
+        pm.addCMacro(b.fmt("WSP_GGML_{s}", .{f}), "1");
+        const arch_dir = if (target.result.cpu.arch == .x86_64) "ggml-cpu/arch/x86" else "ggml-cpu/arch/arm";
+        pm.addCSourceFile(.{ .file = b.path(b.fmt("{s}/{s}/cpu-feats.cpp", .{ vendor, arch_dir })), .flags = &common_cxx_flags });
+        const name = b.fmt("needs-{s}", .{std.ascii.allocLowerString(b.allocator, f) catch @panic("OOM")});
+        const lib = b.addLibrary(.{ .linkage = .dynamic, .name = b.fmt("ggml-cpu-{s}", .{name}), .root_module = pm });
+        probes_step.dependOn(install(b, lib, probe_dir, backendFileName(b, target.result.os.tag, b.fmt("cpu-{s}", .{name}))));
+    }
 
     // zig build rpc-upstream / rpc-client: the interop peers of tests/rpc_interop.test.ts —
     // llama.cpp's own rpc-server program (second pin, vendor/llama-tools/) and a small C client —

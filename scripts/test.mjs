@@ -7,10 +7,18 @@
 //   4. every release target cross-compiled (`zig build dist smoke-dist`) and checked:
 //      formats, libc floors, Windows exports, smoke runs under qemu-user and wine
 //   5. the TypeScript suite on Deno, Bun and Node — the same files on each
+//   6. the numerics once more on every other CPU variant this machine can run (on Node): the
+//      tests whose results depend on how the kernels round — Whisper's transcripts (word error
+//      rate, and equality with whisper.cpp's C driver on the same variant), the LLM's logits and
+//      greedy steps, the ops against numpy, what training reaches — so that a pass does not depend on which CPU the
+//      CI machine has (step 5 runs on the best variant)
 //
 //   node scripts/test.mjs [--quick] [--runtime deno|bun|node] [FILE…]
 //     --quick   skip step 4 (the slow cross-compilation)
 //     FILE…     run only these test files (steps 1 and 5)
+//     --variants-only   steps 1 and 6 alone
+//   WSP_GGML_TEST_VARIANTS=none | a,b,…   step 6 on no variant, or on these (default: every
+//                                         runnable one but the best)
 //
 // Ends with one line `tests: N passed, N failed` and a non-zero exit on any failure.
 import { spawn, spawnSync } from "node:child_process";
@@ -22,6 +30,7 @@ import { ensureZig } from "./zig.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick") || process.env.WSP_GGML_TEST_QUICK === "1";
+const variantsOnly = args.includes("--variants-only");
 const runtimeArg = args.includes("--runtime") ? args[args.indexOf("--runtime") + 1] : null;
 const fileArgs = args.filter((a, i) => !a.startsWith("--") && args[i - 1] !== "--runtime");
 const runtimes = runtimeArg ? [runtimeArg] : ["deno", "bun", "node"];
@@ -137,12 +146,57 @@ async function tsSuite(files) {
   }
 }
 
+/**
+ * Step 6's files, each with the tests (a name pattern) whose results depend on the CPU variant;
+ * null: all. Left to step 5 alone: the LLM's f32 logits against float64 (nMSE ≤ 1e-6, measured
+ * at most 1e-12 on every variant: seven orders of margin, and the slowest test on x64).
+ */
+const VARIANT_TESTS = [
+  [["tests/whisper/transcribe.test.ts", "tests/llm.test.ts", "tests/backend_ops.test.ts"],
+    "word error rate|whisper\\.cpp called from C|arg-max token|greedy continuations|KV cache|direct vs the scheduler"],
+  [["tests/ops.test.ts", "tests/opt.test.ts", "tests/demo.test.ts"], null],
+];
+
+/** The CPU variants this machine can run, best first (the loader's scores). */
+async function runnableVariants() {
+  const code = "import { cpuVariantScores, ffi, localBuildDir } from './src/runtime/loader.ts';" +
+    "console.log(JSON.stringify(cpuVariantScores(ffi, localBuildDir()).filter((v) => v.score > 0).map((v) => v.name)));";
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: root, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`cannot list the CPU variants: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").at(-1));
+}
+
+async function variantSuite() {
+  const asked = process.env.WSP_GGML_TEST_VARIANTS;
+  if (asked === "none") {
+    results.push({ step: "numerics · variants", passed: 0, failed: 0, skipped: 1, note: "WSP_GGML_TEST_VARIANTS=none" });
+    return;
+  }
+  const runnable = await runnableVariants();
+  const variants = asked ? asked.split(",").filter(Boolean) : runnable.slice(1);
+  console.log(`runnable CPU variants, best first: ${runnable.join(", ")}; step 5 ran on ${runnable[0]}`);
+  for (const v of variants) {
+    heading(`numerics on the CPU variant ${v} (Node)`);
+    const t0 = Date.now();
+    let passed = 0, failed = 0, skipped = 0;
+    const failing = [];
+    for (const [files, pattern] of VARIANT_TESTS) {
+      const r = await run(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", ...(pattern ? [`--test-name-pattern=${pattern}`] : []), ...files], { env: { WSP_GGML_CPU_VARIANT: v } });
+      const c = counts("node", r.out);
+      if (r.code !== 0 && c.failed === 0) c.failed = 1;
+      passed += c.passed, failed += c.failed, skipped += c.skipped;
+      failing.push(...failures("node", r.out));
+    }
+    results.push({ step: `numerics · ${v}`, passed, failed, skipped, note: `${((Date.now() - t0) / 1000).toFixed(0)} s`, failures: failing });
+  }
+}
+
 async function main() {
   heading("set-up");
   await setup({ log: console.log });
   const zig = ensureZig();
 
-  if (!fileArgs.length) {
+  if (!fileArgs.length && !variantsOnly) {
     heading("C smoke test (zig build test)");
     // zig's run step keeps the program's output to itself on success: run the installed binary again to show and count it.
     const built = await run(zig, ["build", "test"]);
@@ -183,7 +237,8 @@ async function main() {
     }
   }
 
-  await tsSuite(testFiles());
+  if (!variantsOnly) await tsSuite(testFiles());
+  if (!fileArgs.length && (!runtimeArg || runtimeArg === "node")) await variantSuite();
 
   const withFailures = results.filter((r) => r.failures?.length);
   if (withFailures.length) {

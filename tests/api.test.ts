@@ -51,9 +51,9 @@ describe("loader", () => {
 
   test("the cpuVariant option opens that variant", () => {
     const out = JSON.parse(runTs(join(root, "tests", "programs", "variant.ts"), { WSP_TEST_VARIANT: "x64" }));
-    assert.deepEqual(out, { variant: "x64", source: "local", y: [1, 4, 9] });
+    assert.deepEqual(out, { variant: "x64", source: "local", y: [1, 4, 9], c: [4, 10, 2, 5] });
     const env = JSON.parse(runTs(join(root, "tests", "programs", "variant.ts"), { WSP_TEST_VARIANT: "sse42", [LIBRARY_PATH_ENV]: localBuildDir() }));
-    assert.deepEqual(env, { variant: "sse42", source: "env", y: [1, 4, 9] });
+    assert.deepEqual(env, { variant: "sse42", source: "env", y: [1, 4, 9], c: [4, 10, 2, 5] });
   });
 
   test("once loaded, another place or variant is refused", () => {

@@ -93,12 +93,14 @@ function trainLine(optimizer: OptimizerParams, epochs: number) {
 describe("opt: linear regression y = 1.2x + 3.4", () => {
   test("AdamW (alpha 0.05, 200 epochs of 10 batches): loss < 1e-5, |a − 1.2|, |b − 3.4| < 2e-3", () => {
     const r = trainLine({ type: "adamw", alpha: 0.05 }, 200);
+    console.log(`loss ${r.loss.toExponential(2)} (limit 1e-5), |a − 1.2| ${Math.abs(r.a - 1.2).toExponential(2)}, |b − 3.4| ${Math.abs(r.b - 3.4).toExponential(2)} (limit 2e-3)`);
     assert.ok(r.loss < 1e-5, `loss ${r.loss}`);
     assert.ok(Math.abs(r.a - 1.2) < 2e-3 && Math.abs(r.b - 3.4) < 2e-3, `a ${r.a}, b ${r.b}`);
   });
 
   test("SGD (alpha 0.2, 200 epochs of 10 batches): loss < 1e-5, |a − 1.2|, |b − 3.4| < 2e-3", () => {
     const r = trainLine({ type: "sgd", alpha: 0.2 }, 200);
+    console.log(`loss ${r.loss.toExponential(2)} (limit 1e-5), |a − 1.2| ${Math.abs(r.a - 1.2).toExponential(2)}, |b − 3.4| ${Math.abs(r.b - 3.4).toExponential(2)} (limit 2e-3)`);
     assert.ok(r.loss < 1e-5, `loss ${r.loss}`);
     assert.ok(Math.abs(r.a - 1.2) < 2e-3 && Math.abs(r.b - 3.4) < 2e-3, `a ${r.a}, b ${r.b}`);
   });
@@ -184,6 +186,7 @@ describe("opt: classification", () => {
     const last = history.at(-1)!;
     assert.equal(last.train.ndata, 300);
     assert.equal(last.val.ndata, 100);
+    console.log(`val accuracy ${last.val.accuracy.value} (limit 0.97)`);
     assert.ok(last.val.accuracy.value >= 0.97, `val accuracy ${last.val.accuracy.value}`);
     assert.ok(history[0].train.loss.value > last.train.loss.value, "the loss went down");
     // Independent check: the trained weights, a forward pass in f64 on all points (unshuffled copies).

@@ -12,15 +12,15 @@
 // in the after hook, every wait is bounded.
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import process from "node:process";
 import {
   allocCtxTensors, Backend, Context, quantize, rpcBackend, rpcCompute, rpcDeviceMemory, RpcServer, Sched, setRpcTimeout, type Tensor, tensorGet, tensorSet, Type,
 } from "../src/mod.ts";
-import { root } from "./run.ts";
+import { root, zigBuilt } from "./run.ts";
 import { createRng } from "../src/llm/sampler.ts";
 
 const g = globalThis as { Deno?: unknown; Bun?: unknown };
@@ -33,17 +33,7 @@ const LIBDIR = join(root, "zig-out", "lib");
 function buildPeers(): string | false {
   const tool = join(root, "vendor", "llama-tools", "rpc", "rpc-server.cpp");
   if (!existsSync(tool)) return "vendor/llama-tools/rpc/rpc-server.cpp is not laid out (node scripts/vendor.mjs)";
-  const sources = [tool, "native/rpc/upstream_server.cpp", "native/rpc/client.c", "build.zig", "zig-out/lib/libwsp-ggml.so"]
-    .map((f) => join(root, f)).filter(existsSync);
-  const newest = Math.max(...sources.map((f) => statSync(f).mtimeMs));
-  if ([UPSTREAM, CLIENT].every((f) => existsSync(f) && statSync(f).mtimeMs >= newest)) return false;
-  const zig = [join(root, ".tools", "ziglang-0.15.2", "ziglang", `zig${exe}`), "zig"].find((z) => spawnSync(z, ["version"], { encoding: "utf8" }).stdout?.trim() === "0.15.2");
-  if (!zig) return "the RPC peers are not built and the pinned zig is not installed (node scripts/zig.mjs build rpc-upstream rpc-client)";
-  const t0 = performance.now();
-  const r = spawnSync(zig, ["build", "rpc-upstream", "rpc-client"], { cwd: root, encoding: "utf8", timeout: 300_000 });
-  if (r.status !== 0) return `zig build rpc-upstream rpc-client failed (${r.status ?? r.signal}): ${(r.stderr ?? "").slice(-500)}`;
-  console.log(`built the RPC peers in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  return false;
+  return zigBuilt(["rpc-upstream", "rpc-client"], [UPSTREAM, CLIENT], ["vendor/llama-tools/rpc/rpc-server.cpp", "native/rpc/upstream_server.cpp", "native/rpc/client.c", "zig-out/lib/libwsp-ggml.so"]) || false;
 }
 const skip = process.platform === "win32" ? "loopback peers are exercised on POSIX hosts" : buildPeers();
 if (skip) console.warn(`skipping the RPC interop tests: ${skip}`);

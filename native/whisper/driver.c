@@ -2,7 +2,7 @@
 // defaults as the TypeScript API, so that its transcript can be compared with the bindings' and
 // its time is the C baseline of the benchmark.
 //
-//   wsp-whisper-driver MODEL WAV [--threads N] [--language L] [--flash-attn 0|1] [--lib DIR]
+//   wsp-whisper-driver MODEL WAV [--threads N] [--language L] [--flash-attn 0|1] [--lib DIR] [--cpu-variant NAME]
 //
 // stdout: the segments' text, concatenated, then a newline.
 // stderr: whisper.cpp's log, then `time_ms: <wall time of whisper_full alone>`.
@@ -12,7 +12,8 @@
 // printing turned off; whisper_context_default_params() as whisper.cpp sets them (use_gpu true,
 // flash_attn true unless --flash-attn 0). The CPU backend variants (and Vulkan) come from --lib, by default ../lib from
 // the program (zig-out/lib beside zig-out/bin; zig's RUNPATH may name its cache first, so the folder
-// of the libwsp-ggml that was loaded is only the fallback).
+// of the libwsp-ggml that was loaded is only the fallback). --cpu-variant (default: $WSP_GGML_CPU_VARIANT, as the
+// bindings' loader reads it) loads that CPU variant alone instead of the best-scoring one, and nothing else.
 #if !defined(_WIN32) && !defined(_GNU_SOURCE)
 #    define _GNU_SOURCE
 #endif
@@ -126,13 +127,14 @@ static void library_dir(char * buf, size_t cap) {
 }
 
 int main(int argc, char ** argv) {
-    const char * model = NULL, * wav = NULL, * language = NULL, * lib = NULL;
+    const char * model = NULL, * wav = NULL, * language = NULL, * lib = NULL, * variant = getenv("WSP_GGML_CPU_VARIANT");
     int threads = 0, flash_attn = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--flash-attn") == 0 && i + 1 < argc) flash_attn = atoi(argv[++i]) != 0;
         else if (strcmp(argv[i], "--language") == 0 && i + 1 < argc) language = argv[++i];
         else if (strcmp(argv[i], "--lib") == 0 && i + 1 < argc) lib = argv[++i];
+        else if (strcmp(argv[i], "--cpu-variant") == 0 && i + 1 < argc) variant = argv[++i];
         else if (!model) model = argv[i];
         else if (!wav) wav = argv[i];
         else {
@@ -141,7 +143,7 @@ int main(int argc, char ** argv) {
         }
     }
     if (!model || !wav) {
-        fprintf(stderr, "usage: wsp-whisper-driver MODEL WAV [--threads N] [--language L] [--flash-attn 0|1] [--lib DIR]\n");
+        fprintf(stderr, "usage: wsp-whisper-driver MODEL WAV [--threads N] [--language L] [--flash-attn 0|1] [--lib DIR] [--cpu-variant NAME]\n");
         return 2;
     }
     char dir[4096];
@@ -153,7 +155,21 @@ int main(int argc, char ** argv) {
     if (lib) snprintf(dir, sizeof dir, "%s", lib);
     else if (slash) snprintf(dir, sizeof dir, "%.*s/../lib", (int)(slash - argv[0]), argv[0]);
     else library_dir(dir, sizeof dir);
-    wsp_ggml_backend_load_all_from_path(dir);
+    if (variant && *variant) {
+        char path[4200];
+#if defined(_WIN32)
+        snprintf(path, sizeof path, "%s\\ggml-cpu-%s.dll", dir, variant);
+#else
+        snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", dir, variant);
+#endif
+        // ggml's loader refuses a variant whose score is 0 on this CPU (and a missing file).
+        if (!wsp_ggml_backend_load(path)) {
+            fprintf(stderr, "the CPU variant %s (%s) is missing or cannot run on this CPU\n", variant, path);
+            return 2;
+        }
+    } else {
+        wsp_ggml_backend_load_all_from_path(dir);
+    }
     if (!wsp_ggml_backend_reg_by_name("CPU")) {
         fprintf(stderr, "no CPU backend variant in %s can run on this CPU\n", dir);
         return 2;

@@ -23,6 +23,7 @@ export type GgmlErrorCode =
   | "UNSUPPORTED"
   | "COMPUTE"
   | "LIBRARY_NOT_FOUND"
+  | "CPU_VARIANT"
   | "PERMISSION"
   | "GGUF"
   | "WORKER"
@@ -207,6 +208,35 @@ export class LibraryNotFoundError extends GgmlError {
   constructor(message: string, searched: readonly string[]) {
     super("LIBRARY_NOT_FOUND", message);
     this.searched = searched;
+  }
+}
+
+/**
+ * A CPU variant was named (`loadLibrary({ cpuVariant })` or `WSP_GGML_CPU_VARIANT`) that
+ * the library's place does not hold, or that this CPU cannot run: its
+ * `wsp_ggml_backend_score()` is 0, so its kernels would use instructions the CPU lacks
+ * (SIGILL). Nothing was loaded; name one of {@linkcode CpuVariantError.runnable}.
+ */
+export class CpuVariantError extends GgmlError {
+  /** The variant that was asked for. */
+  readonly variant: string;
+  /** Every variant the place holds. */
+  readonly available: readonly string[];
+  /** The variants of {@linkcode CpuVariantError.available} this CPU can run, best first. */
+  readonly runnable: readonly string[];
+  /**
+   * Made by the library when it throws.
+   *
+   * @param message what was asked for and why it cannot be loaded
+   * @param variant the name asked for
+   * @param available the variants the place holds
+   * @param runnable the ones this CPU can run, best first
+   */
+  constructor(message: string, variant: string, available: readonly string[], runnable: readonly string[]) {
+    super("CPU_VARIANT", message);
+    this.variant = variant;
+    this.available = available;
+    this.runnable = runnable;
   }
 }
 

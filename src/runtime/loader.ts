@@ -45,7 +45,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { cString, type FfiAdapter, loadAdapter } from "../ffi/mod.ts";
 import { openWspGgml, type WspGgml } from "../ffi/open.ts";
-import { ArgumentError, LibraryNotFoundError, PermissionError } from "../core/errors.ts";
+import { ArgumentError, CpuVariantError, LibraryNotFoundError, PermissionError } from "../core/errors.ts";
 import { callbacks, LogLevel } from "../ffi/bindings.gen.ts";
 
 /** The environment variable that names the library's directory (or the base library file). */
@@ -53,6 +53,12 @@ export const LIBRARY_PATH_ENV = "WSP_GGML_LIBRARY_PATH";
 
 /** The environment variable that turns the child-process probe on (`1`) or off (`0`). */
 export const PROBE_ENV = "WSP_GGML_PROBE";
+
+/**
+ * The environment variable that names the CPU variant to open (`haswell`, `x64`, …) instead
+ * of the best-scoring one, as {@linkcode LoadOptions.cpuVariant} does (the option wins).
+ */
+export const CPU_VARIANT_ENV = "WSP_GGML_CPU_VARIANT";
 
 /** The environment variable that names the directory of the probe verdict cache. */
 export const CACHE_DIR_ENV = "WSP_GGML_CACHE_DIR";
@@ -67,7 +73,12 @@ export const ffi: FfiAdapter = await loadAdapter();
 export interface LoadOptions {
   /** A directory holding the libraries, or the path of the base library. Wins over every other place. */
   readonly path?: string;
-  /** The CPU variant to open (`"haswell"`, `"x64"`, …) instead of the best-scoring one. */
+  /**
+   * The CPU variant to open (`"haswell"`, `"x64"`, …) instead of the best-scoring one (default:
+   * `WSP_GGML_CPU_VARIANT`, else the best): for numbers that repeat across machines, since
+   * the variants' kernels round differently. A variant this CPU cannot run, or one the place
+   * does not hold, is a {@linkcode CpuVariantError} before anything is loaded.
+   */
   readonly cpuVariant?: string;
   /**
    * Load and run the library in a child process before loading it here
@@ -330,27 +341,66 @@ export function locateLibrary(
   return fail();
 }
 
+/** A CPU variant library and its `wsp_ggml_backend_score()` on this CPU (0: it cannot run here). */
+export interface CpuVariantScore {
+  /** The variant's name, from its file name (`haswell` of `libggml-cpu-haswell.so`). */
+  readonly name: string;
+  /** The library file. */
+  readonly path: string;
+  /** ggml's score: 0 when this CPU lacks a feature the variant was compiled for, else higher for more features. */
+  readonly score: number;
+}
+
 /**
- * The CPU variant in `dir` that scores highest on this machine (each is
- * opened and its `wsp_ggml_backend_score()` called; 0 means it cannot run
- * here). Throws when none can run.
+ * Every CPU variant in `dir` with its score on this CPU, best first (each is opened and
+ * its `wsp_ggml_backend_score()` called: that function is compiled for the baseline CPU,
+ * so it runs where the variant's kernels cannot).
+ *
+ * @param adapter the FFI adapter (default: the running runtime's)
+ * @param dir a folder holding the base library and the `ggml-cpu-<variant>` libraries
  */
-export function bestCpuVariant(adapter: FfiAdapter, dir: string): string {
+export function cpuVariantScores(adapter: FfiAdapter, dir: string): CpuVariantScore[] {
   // The base library first, by the path the loader opens it with: a variant's dependency on
   // libwsp-ggml then resolves to it (by soname) instead of to whatever the variant's run path
   // finds first, e.g. a second copy in zig's build cache, with its own backend registry,
   // logger and abort callback. (Left open: the library pins itself, native/pin.c.)
   const base = join(dir, baseLibraryName());
   if (existsSync(base)) openNamed(base, () => adapter.open(base, { wsp_ggml_time_init: { args: [], result: "void" } }));
-  let best: { path: string; score: number } | undefined;
-  for (const path of cpuVariants(dir).values()) {
+  const out: CpuVariantScore[] = [];
+  for (const [name, path] of cpuVariants(dir)) {
     const lib = openNamed(path, () => adapter.open(path, { wsp_ggml_backend_score: { args: [], result: "i32" } }));
     const score = lib.has("wsp_ggml_backend_score") ? lib.symbols.wsp_ggml_backend_score() : 0;
     lib.close();
-    if (score > 0 && (!best || score > best.score)) best = { path, score };
+    out.push({ name, path, score });
   }
-  if (!best) throw new LibraryNotFoundError(`no CPU backend variant in ${dir} can run on this CPU`, [dir]);
+  return out.sort((a, b) => b.score - a.score);
+}
+
+/**
+ * The CPU variant in `dir` that scores highest on this machine. Throws when none can run.
+ */
+export function bestCpuVariant(adapter: FfiAdapter, dir: string): string {
+  const best = cpuVariantScores(adapter, dir)[0];
+  if (!best || best.score <= 0) throw new LibraryNotFoundError(`no CPU backend variant in ${dir} can run on this CPU`, [dir]);
   return best.path;
+}
+
+/**
+ * The library of the CPU variant `name` in `dir`, after checking that this CPU can run it.
+ *
+ * @throws {CpuVariantError} when `dir` has no such variant, or its score here is 0
+ */
+function namedCpuVariant(dir: string, name: string, from: string): string {
+  const scores = cpuVariantScores(ffi, dir);
+  const available = scores.map((v) => v.name).sort();
+  const runnable = scores.filter((v) => v.score > 0).map((v) => v.name);
+  const hit = scores.find((v) => v.name === name);
+  const choose = `; name one this CPU can run (${runnable.join(", ") || "none"}), or leave ${CPU_VARIANT_ENV} unset for the best one`;
+  if (!hit) throw new CpuVariantError(`${from} names the CPU variant "${name}", which ${dir} does not hold (it has: ${available.join(", ")})${choose}`, name, available, runnable);
+  if (hit.score <= 0) {
+    throw new CpuVariantError(`${from} names the CPU variant "${name}", which this CPU cannot run (it lacks an instruction set the variant was built for)${choose}`, name, available, runnable);
+  }
+  return hit.path;
 }
 
 /**
@@ -389,7 +439,8 @@ let loaded: Library | undefined;
  * the place or the CPU variant.
  *
  * @throws {LibraryNotFoundError} when no place holds the library
- * @throws {ArgumentError} when it is already loaded from elsewhere, or the variant does not exist
+ * @throws {ArgumentError} when it is already loaded from elsewhere or with another CPU variant
+ * @throws {CpuVariantError} when the variant named (option or `WSP_GGML_CPU_VARIANT`) is not there or cannot run on this CPU
  */
 export function loadLibrary(options: LoadOptions = {}): Library {
   if (loaded) {
@@ -411,6 +462,12 @@ export function loadLibrary(options: LoadOptions = {}): Library {
   } catch (e) {
     throw permissionError(e) ?? e; // Deno without --allow-env / --allow-read
   }
+  const fromEnv = options.cpuVariant === undefined && !!process.env[CPU_VARIANT_ENV];
+  if (fromEnv) options = { ...options, cpuVariant: process.env[CPU_VARIANT_ENV] };
+  // Checked here, before the probe child or a dlopen of its kernels: an unrunnable variant is SIGILL.
+  const namedPath = options.cpuVariant === undefined
+    ? undefined
+    : opening(location, () => namedCpuVariant(location.dir, options.cpuVariant!, fromEnv ? CPU_VARIANT_ENV : "the cpuVariant option"));
   const probe = options.probe ?? process.env[PROBE_ENV] === "1";
   if (probe && options.cpuVariant === undefined) {
     // The child chose the variant the same way; opening the others here to
@@ -422,9 +479,9 @@ export function loadLibrary(options: LoadOptions = {}): Library {
   }
   let cpuPath: string;
   if (options.cpuVariant !== undefined) {
-    const variants = cpuVariants(location.dir);
-    const path = variants.get(options.cpuVariant);
-    if (!path) throw new ArgumentError(`no CPU variant ${options.cpuVariant} in ${location.dir} (have: ${[...variants.keys()].join(", ")})`);
+    // Else the probe child chose it, scoring them all as bestCpuVariant does.
+    const path = namedPath ?? cpuVariants(location.dir).get(options.cpuVariant);
+    if (!path) throw new ArgumentError(`no CPU variant ${options.cpuVariant} in ${location.dir}`);
     cpuPath = path;
   } else {
     cpuPath = opening(location, () => bestCpuVariant(ffi, location.dir));
@@ -832,6 +889,7 @@ function openNamed<T>(file: string, open: () => T): T {
   try {
     return open();
   } catch (e) {
+    if (e instanceof CpuVariantError) throw e;
     const message = dlopenMessage(e, file);
     throw new LibraryNotFoundError(`wsp-ggml: ${file} could not be opened: ${message.includes(file) ? message : `${message} (${file})`}`, [`${file}: ${message}`]);
   }
@@ -848,6 +906,7 @@ function opening<T>(location: LibraryLocation, open: () => T, file?: string): T 
   try {
     return open();
   } catch (e) {
+    if (e instanceof CpuVariantError) throw e;
     const message = dlopenMessage(e, file);
     const where = location.source === "env" ? `${LIBRARY_PATH_ENV} (${location.dir})` : location.source === "option" ? `the path option (${location.dir})` : location.dir;
     const named = file === undefined || message.includes(file) ? message : `${file}: ${message}`;
