@@ -125,25 +125,39 @@ test("past the sliding window: 600 positions, the last 90 (512 and over see a wi
   errs.forEach((e, j) => assert.ok(e <= 1e-6, `position ${FROM + j}: nMSE ${e.toExponential(3)} > 1e-6`));
 });
 
-test("Q4_K_M weights: the arg-max token of every position is the float64 reference's", { skip: skip || refMissing || false }, () => {
-  using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 256 });
-  const V = model.hparams.nVocab;
-  for (const tokens of PROMPTS) {
-    model.reset();
-    const ours = model.forward(tokens, { allLogits: true });
-    const ref = referenceLogits(tokens, V);
-    for (let i = 0; i < tokens.length; i++) {
-      assert.equal(argmax(row(ours, i, V)), argmax(row(ref, i, V)), `position ${i} of [${tokens}]`);
-    }
-  }
-});
-
 // How far our logits may stray from llama.cpp's without either being wrong: against the float64
 // reference, both engines carry the error of quantizing activations to q8_0 for the quantized
 // matmuls. Measured here on chat_haiku's first 20 steps: logit error RMS 0.40, error of the
 // reference's top-2 logit gap up to 0.56 nats (with and without llamafile's sgemm). So where
 // llama.cpp's top two are closer than this (in log-probability), either pick is a correct one.
 const NEAR_TIE_NATS = 0.6;
+
+test(`Q4_K_M weights: the arg-max token of every position is the float64 reference's, or a token within ${NEAR_TIE_NATS} nats of it`, { skip: skip || refMissing || false }, () => {
+  using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 256 });
+  const V = model.hparams.nVocab;
+  let agreed = 0, positions = 0;
+  const ties: string[] = [];
+  for (const tokens of PROMPTS) {
+    model.reset();
+    const ours = model.forward(tokens, { allLogits: true });
+    const ref = referenceLogits(tokens, V);
+    for (let i = 0; i < tokens.length; i++) {
+      const r = row(ref, i, V);
+      const [got, want] = [argmax(row(ours, i, V)), argmax(r)];
+      positions++;
+      if (got === want) {
+        agreed++;
+        continue;
+      }
+      // A near tie in the reference: quantizing activations to q8_0 moves the top-2 gap by up to 0.56 nats.
+      const gap = r[want] - r[got];
+      assert.ok(gap < NEAR_TIE_NATS, `position ${i} of [${tokens}]: ${got}, the reference's ${want}, ${gap.toFixed(3)} nats above it`);
+      ties.push(`position ${i} of a ${tokens.length}-token prompt (${gap.toFixed(3)} nats)`);
+    }
+  }
+  console.log(`${agreed} of ${positions} positions take the reference's arg-max${ties.length ? `; a near tie at ${ties.join(", ")}` : ""}`);
+  assert.ok(agreed >= 0.9 * positions, `${agreed} of ${positions} positions agree`);
+});
 
 test("Q4_K_M greedy continuations equal llama.cpp's (tests/fixtures/llm/llama_cpp.json), step by step on llama.cpp's tokens", { skip }, () => {
   using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 256 });
@@ -175,9 +189,12 @@ test("Q4_K_M greedy continuations equal llama.cpp's (tests/fixtures/llm/llama_cp
 // batches, ggml's dot products for a single row, as in upstream builds): their sums round apart
 // (~1e-14 relative per matmul), and the q8_0 quantization of activations amplifies that to a
 // measured nMSE of at most 5.6e-4 between the two; with the q4_K weights repacked (CPU_REPACK's
-// gemm for batches, its gemv for one row; the model's default) at most 2.3e-3. A KV cache that
-// read a wrong position would be off by as much as neighbouring positions differ, measured 0.15 to 0.6.
-const KV_NMSE = 3e-3;
+// gemm for batches, its gemv for one row; the model's default) at most 2.3e-3 with AVX-512 and
+// 2.9e-3 with AVX2 (haswell, alderlake; the old bound of 3e-3 was 3% away), 1.7e-14 without AVX2
+// (no repack). A KV cache that read a wrong position is off by as much as neighbouring positions
+// differ, measured 0.15 to 0.6. The bound sits between the two, 3.4x above the worst variant and
+// 15x below the nearest wrong position.
+const KV_NMSE = 1e-2;
 
 test(`KV cache: decoding token by token gives the full forward pass's logits (nMSE ≤ ${KV_NMSE}), across a graph bucket`, { skip }, () => {
   using model = GemmaModel.load(modelPath, { threads: THREADS, nCtx: 512 });
@@ -197,7 +214,9 @@ test(`KV cache: decoding token by token gives the full forward pass's logits (nM
     assert.equal(argmax(r), argmax(row(full, k - 1 + j, V)), `position ${k - 1 + j}: arg-max`);
   });
   // The test can tell positions apart: neighbouring rows differ by far more than the tolerance.
-  for (let j = 1; j < steps.length; j++) assert.ok(nmse(row(full, k - 1 + j, V), row(full, k - 2 + j, V)) > 25 * KV_NMSE);
+  const apart = Array.from({ length: steps.length - 1 }, (_, j) => nmse(row(full, k + j, V), row(full, k - 1 + j, V)));
+  console.log(`neighbouring positions: nMSE at least ${Math.min(...apart).toExponential(2)}`);
+  for (const e of apart) assert.ok(e > 10 * KV_NMSE, `neighbours only ${e.toExponential(3)} apart`);
   // The same decode into one caller's array (`out`): the same values each step, in that array.
   model.reset();
   const out = new Float32Array(V);
