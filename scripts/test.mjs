@@ -18,7 +18,8 @@
 //     FILE…     run only these test files (steps 1 and 5)
 //     --variants-only   steps 1 and 6 alone
 //   WSP_GGML_TEST_VARIANTS=none | a,b,…   step 6 on no variant, or on these (default: every
-//                                         runnable one but the best)
+//                                         runnable one but step 5's)
+//   WSP_GGML_CPU_VARIANT=haswell           step 5 on that variant (as a machine without AVX-512 would)
 //
 // Ends with one line `tests: N passed, N failed` and a non-zero exit on any failure.
 import { spawn, spawnSync } from "node:child_process";
@@ -173,8 +174,10 @@ async function variantSuite() {
     return;
   }
   const runnable = await runnableVariants();
-  const variants = asked ? asked.split(",").filter(Boolean) : runnable.slice(1);
-  console.log(`runnable CPU variants, best first: ${runnable.join(", ")}; step 5 ran on ${runnable[0]}`);
+  // Step 5 ran on the best one, or on the one WSP_GGML_CPU_VARIANT named.
+  const done = process.env.WSP_GGML_CPU_VARIANT || runnable[0];
+  const variants = asked ? asked.split(",").filter(Boolean) : runnable.filter((v) => v !== done);
+  console.log(`runnable CPU variants, best first: ${runnable.join(", ")}; step 5 ran on ${done}`);
   for (const v of variants) {
     heading(`numerics on the CPU variant ${v} (Node)`);
     const t0 = Date.now();
