@@ -14,6 +14,8 @@
  *
  * @module
  */
+// The globals the declarations use that an es2022-only consumer lacks (types only).
+import "./core/ambient.ts";
 export { Context, type ContextOptions, graphOverhead, graphOverheadCustom, memoryStats, type MemoryStats, tensorOverhead } from "./core/context.ts";
 export { type HandleKind, handleStats, type HandleStats } from "./core/owned.ts";
 export { type ArrayType, Tensor, type TensorData } from "./core/tensor.ts";

@@ -18,7 +18,7 @@ import { gemmaModel } from "./llm_model.ts";
 import { END_OF_TURN_ID, generate, type TokenizerLike } from "../src/llm/generate.ts";
 import { isSlidingLayer, readHparams } from "../src/llm/hparams.ts";
 import { GemmaModel, KV_PAD } from "../src/llm/model.ts";
-import { applyRepetitionPenalty, argmax, createRng, drawIndex, sample, softmax, topK, topPCount } from "../src/llm/sampler.ts";
+import { applyRepetitionPenalty, argmax, createRng, drawIndex, sample, SAMPLER_DEFAULTS, samplerSettings, softmax, topK, topPCount } from "../src/llm/sampler.ts";
 import { readGguf } from "../mod.ts";
 import { root } from "./run.ts";
 
@@ -273,6 +273,13 @@ test("sampler: hand-derived values", () => {
   assert.equal(sample(new Float32Array([0, 2, 1]), [], { temperature: 1, topK: 1, repeatPenalty: 1 }, () => 0.99), 1);
   // The penalty applies before the pick: token 1 seen recently, 2 / 3 < 1.
   assert.equal(sample(new Float32Array([0, 2, 1]), [1], { temperature: 0, repeatPenalty: 3, repeatWindow: 4 }, () => 0), 2);
+  // Greedy is the arg-max: the 1.1 default penalty is off at temperature 0 unless asked for
+  // (2 / 1.1 = 1.82 would still win here, so a logit just above 1.82 tells the two apart).
+  assert.equal(sample(new Float32Array([0, 2, 1.85]), [1], { temperature: 0 }, () => 0), 1);
+  assert.equal(sample(new Float32Array([0, 2, 1.85]), [1], { temperature: 0, repeatPenalty: 1.1 }, () => 0), 2);
+  assert.deepEqual(samplerSettings({ temperature: 0 }), { ...SAMPLER_DEFAULTS, temperature: 0, repeatPenalty: 1 });
+  assert.deepEqual(samplerSettings({}), SAMPLER_DEFAULTS);
+  assert.equal(samplerSettings({ temperature: 0, repeatPenalty: 1.3 }).repeatPenalty, 1.3);
   // Options left undefined take the defaults (temperature 0.8, top-k 40, …), whatever the spread would do.
   // A draw of 0 takes the most likely candidate.
   assert.equal(sample(new Float32Array([0, 2, 1]), [], { temperature: undefined, topK: undefined }, () => 0), 1);

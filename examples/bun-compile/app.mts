@@ -55,7 +55,7 @@ try {
   writer.free();
   const file = readGguf(join(tmp, "m.gguf"));
   const { context, tensors } = file.loadTensors();
-  gguf = { name: file.getString("general.name"), w: Array.from(tensors.get("w")!.get(Float32Array)) };
+  gguf = { name: file.getString("general.name"), w: Array.from(tensors.require("w").get(Float32Array)) };
   context.free();
 } finally {
   rmSync(tmp, { recursive: true, force: true });

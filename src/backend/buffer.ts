@@ -15,7 +15,7 @@ import { ffi, keepAlive } from "../runtime/loader.ts";
 import { runtime } from "../runtime/runtime.ts";
 import { Context } from "../core/context.ts";
 import { Graph } from "../core/graph.ts";
-import { storageArray, Tensor, type TensorData } from "../core/tensor.ts";
+import { type ArrayType, as, storageArray, Tensor, type TensorData } from "../core/tensor.ts";
 import type { Backend } from "./backend.ts";
 import { checkAllocBound } from "./alloc_bound.ts";
 import { bufferOf, graphTensors, tensorPtr } from "./backend.ts";
@@ -537,9 +537,20 @@ function checkArrayType(what: string, t: Tensor, data: ArrayBufferView): void {
  * a `Float32Array` for f32 (and f16 / bf16, converted), the matching typed
  * array for the other plain types, raw bytes for quantized types.
  *
+ * With an array class (`tensorGet(t, Float32Array)`) the result is typed as
+ * that class, checked against the tensor's type as `Tensor.get` does.
+ *
  * @throws {NotAllocatedError} when the tensor has no buffer or no data
+ * @throws {GgmlTypeError} when `type` is given and is not what the tensor reads as
  */
-export function tensorGet(tensor: Tensor): TensorData {
+export function tensorGet(tensor: Tensor): TensorData;
+/** The tensor's data as an `A` (`tensorGet(t, Float32Array)`), checked against the tensor's type. */
+export function tensorGet<A extends TensorData>(tensor: Tensor, type: ArrayType<A>): A;
+export function tensorGet<A extends TensorData>(tensor: Tensor, type?: ArrayType<A>): TensorData {
+  return as("tensorGet", tensor, readTensor(tensor), type);
+}
+
+function readTensor(tensor: Tensor): TensorData {
   checkAccess("tensorGet", tensor, 0, tensor instanceof Tensor ? tensor.nbytes : 0);
   if (!tensor.isContiguous) throw new ShapeError(`tensorGet: ${tensor.describe()} is not contiguous`);
   const raw = tensorGetBytes(tensor);

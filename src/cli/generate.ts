@@ -13,7 +13,7 @@ import { defaultCacheDir, ensureModel, MODEL_CACHE_ENV, progressReporter } from 
 import { generate, type GenerateStats, peakRss } from "../llm/generate.ts";
 import { readHparams } from "../llm/hparams.ts";
 import { evenLayers, GemmaModel } from "../llm/model.ts";
-import { SAMPLER_DEFAULTS } from "../llm/sampler.ts";
+import { SAMPLER_DEFAULTS, samplerSettings } from "../llm/sampler.ts";
 import { Tokenizer } from "../llm/tokenizer.ts";
 import { type Command, EXIT_CODES_HELP, EXIT_OK, intAtLeast, numberOption, parse, UsageError, warn } from "./common.ts";
 
@@ -132,7 +132,7 @@ export function parseGenerateOptions(argv: string[]): GenerateCliOptions | undef
     temp,
     topK: numberOption("top-k", v["top-k"], SAMPLER_DEFAULTS.topK, intAtLeast(0), "an integer ≥ 0"),
     topP: numberOption("top-p", v["top-p"], SAMPLER_DEFAULTS.topP, (x) => x > 0 && x <= 1, "in (0, 1]"),
-    repeatPenalty: numberOption("repeat-penalty", v["repeat-penalty"], temp === 0 ? 1 : SAMPLER_DEFAULTS.repeatPenalty, (x) => x > 0 && x < Infinity, "a positive number"),
+    repeatPenalty: numberOption("repeat-penalty", v["repeat-penalty"], samplerSettings({ temperature: temp }).repeatPenalty, (x) => x > 0 && x < Infinity, "a positive number"),
     seed: numberOption("seed", v.seed, 42, (x) => intAtLeast(0)(x) && x <= 0xffffffff, "an integer in 0..4294967295"),
     threads: numberOption("threads", v.threads, defaultThreads(), (x) => intAtLeast(1)(x) && x <= 512, "an integer in 1..512"),
     device: v.device ?? "auto",

@@ -106,8 +106,8 @@ export interface ArrayType<A extends TensorData> {
   readonly name: string;
 }
 
-/** `value` as an `A`, or a {@linkcode GgmlTypeError} naming what it is. */
-function as<A extends TensorData>(op: string, t: Tensor, value: TensorData, type: ArrayType<A> | undefined): A {
+/** `value` as an `A`, or a {@linkcode GgmlTypeError} naming what it is (for `get`-style overloads). */
+export function as<A extends TensorData>(op: string, t: Tensor, value: TensorData, type: ArrayType<A> | undefined): A {
   if (type !== undefined && !(value instanceof type)) {
     throw new GgmlTypeError(`${op}: ${t.describe()} reads as a ${value.constructor.name}, not a ${type.name}`);
   }

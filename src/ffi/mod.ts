@@ -4,13 +4,14 @@
  *
  * @example
  * ```ts
- * import { loadAdapter } from "./mod.ts";
- * const ffi = await loadAdapter();
+ * import { adapterSync } from "./mod.ts";
+ * const ffi = adapterSync();
  * const libc = ffi.open("libc.so.6", { strlen: { args: ["pointer"], result: "usize" } });
  * ```
  *
  * @module
  */
+import { createRequire } from "node:module";
 import type { FfiAdapter } from "./types.ts";
 
 export * from "./types.ts";
@@ -25,7 +26,7 @@ export function detectRuntime(): FfiAdapter["runtime"] {
   return "node";
 }
 
-let cached: Promise<FfiAdapter> | undefined;
+let provided: FfiAdapter | undefined;
 
 /**
  * Sets the adapter before anything asks for one. The package's per-runtime
@@ -38,13 +39,30 @@ export function provideAdapter(adapter: FfiAdapter): void {
   if (adapter.runtime !== detectRuntime()) {
     throw new Error(`wsp-ggml: the ${adapter.runtime} entry point was loaded on ${detectRuntime()}; import the package by its name so that the runtime's \`exports\` condition applies`);
   }
-  cached ??= Promise.resolve(adapter);
+  provided ??= adapter;
 }
 
-/** The adapter for the running runtime (loaded once). */
+/**
+ * The adapter for the running runtime, synchronously: the one an entry point
+ * provided, else its module loaded with `require`. Synchronous so that no
+ * module of the package needs a top-level await, which CommonJS callers
+ * (`require(esm)`, `tsx` in a CommonJS project, bundlers) cannot load.
+ */
+export function adapterSync(): FfiAdapter {
+  if (provided) return provided;
+  // A computed specifier keeps each runtime from loading (and bundlers from
+  // following) the other runtimes' adapters; the extension is this module's own
+  // (.ts from source, .js once built).
+  const ext = import.meta.url.slice(import.meta.url.lastIndexOf("."));
+  const m = createRequire(import.meta.url)(`./${detectRuntime()}${ext}`) as { adapter: FfiAdapter };
+  return provided ??= m.adapter;
+}
+
+/** The adapter for the running runtime (loaded once); {@linkcode adapterSync} as a promise. */
 export function loadAdapter(): Promise<FfiAdapter> {
-  // A computed specifier keeps each runtime from loading (and type-checking)
-  // the other runtimes' adapters.
-  const file = `./${detectRuntime()}.ts`;
-  return cached ??= import(file).then((m: { adapter: FfiAdapter }) => m.adapter);
+  try {
+    return Promise.resolve(adapterSync());
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }

@@ -15,10 +15,32 @@
  *
  * @module
  */
-import koffi from "koffi";
+import { createRequire } from "node:module";
+import type Koffi from "koffi";
 import { KOFFI_TYPES } from "./native_types.ts";
 import { isPointer, missing, missingReason, symbolOf, toPointer } from "./common.ts";
 import type { FfiAdapter, FfiType, FunctionTable, NativeLibrary } from "./types.ts";
+import { LibraryNotFoundError } from "../core/errors.ts";
+
+let koffiModule: typeof Koffi | undefined;
+
+/**
+ * koffi, required on first use rather than imported: the package then imports
+ * without it, and the first call that needs it says what to install instead of
+ * failing the import with a bare module-resolution error.
+ */
+function koffi(): typeof Koffi {
+  if (koffiModule) return koffiModule;
+  try {
+    return koffiModule = createRequire(import.meta.url)("koffi") as typeof Koffi;
+  } catch (e) {
+    const why = e instanceof Error ? e.message.split("\n")[0] : String(e);
+    throw new LibraryNotFoundError(
+      "wsp-ggml calls C on Node.js through the koffi package, which could not be loaded: install it beside wsp-ggml (`npm install koffi`), or run on Bun or Deno",
+      [`koffi: ${why}`],
+    );
+  }
+}
 
 
 /** The koffi type name of a runtime-neutral FFI type. */
@@ -31,7 +53,7 @@ type KoffiFn = ((...a: unknown[]) => unknown) & {
 };
 
 function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T> {
-  const lib = koffi.load(path);
+  const lib = koffi().load(path);
   const symbols: Record<string, unknown> = {};
   const async: Record<string, unknown> = {};
   const bound = new Set<string>();
@@ -73,9 +95,9 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
 
 let protoCount = 0;
 /** The callback types made so far, by signature (koffi types live as long as the process). */
-const protos = new Map<string, ReturnType<typeof koffi.pointer>>();
+const protos = new Map<string, ReturnType<typeof Koffi.pointer>>();
 /** The function-pointer types of `callPointer`, by signature (same reason). */
-const fnProtos = new Map<string, ReturnType<typeof koffi.proto>>();
+const fnProtos = new Map<string, ReturnType<typeof Koffi.proto>>();
 
 /** The adapter for Node.js. */
 export const adapter: FfiAdapter = {
@@ -87,24 +109,24 @@ export const adapter: FfiAdapter = {
   open,
   view: (ptr, byteLength) => {
     if (ptr === 0) throw new TypeError("NULL pointer dereference");
-    return koffi.view(BigInt(ptr), byteLength);
+    return koffi().view(BigInt(ptr), byteLength);
   },
-  addressOf: (buffer) => toPointer(koffi.address(buffer)),
-  readCString: (ptr) => (ptr === 0 ? null : koffi.decode(BigInt(ptr), "char", -1) as string),
+  addressOf: (buffer) => toPointer(koffi().address(buffer)),
+  readCString: (ptr) => (ptr === 0 ? null : koffi().decode(BigInt(ptr), "char", -1) as string),
   symbolAddress: (path, name) => {
     try {
-      return toPointer(koffi.address(koffi.load(path).symbol(name, "void *")) as bigint);
+      return toPointer(koffi().address(koffi().load(path).symbol(name, "void *")) as bigint);
     } catch {
       return 0;
     }
   },
-  readPointer: (ptr, offset = 0) => toPointer(koffi.decode(BigInt(ptr), offset, "uintptr_t") as number | bigint),
+  readPointer: (ptr, offset = 0) => toPointer(koffi().decode(BigInt(ptr), offset, "uintptr_t") as number | bigint),
   callPointer: (ptr, signature, args) => {
     if (ptr === 0) throw new TypeError("NULL function pointer");
     const key = `${koffiType(signature.result)}(${signature.args.map(koffiType).join(",")})`;
     let proto = fnProtos.get(key);
-    if (proto === undefined) fnProtos.set(key, proto = koffi.proto(`wsp_ffi_fn${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType)));
-    const res = koffi.call(BigInt(ptr), proto, ...args);
+    if (proto === undefined) fnProtos.set(key, proto = koffi().proto(`wsp_ffi_fn${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType)));
+    const res = koffi().call(BigInt(ptr), proto, ...args);
     return isPointer(signature.result) ? toPointer(res as number | bigint) : res;
   },
   callback: (signature, fn) => {
@@ -112,12 +134,12 @@ export const adapter: FfiAdapter = {
     // logSet / setEvalCallback / epoch (found by the API fuzz's resident-memory bound).
     const key = `${koffiType(signature.result)}(${signature.args.map(koffiType).join(",")})`;
     let proto = protos.get(key);
-    if (proto === undefined) protos.set(key, proto = koffi.pointer(koffi.proto(`wsp_ffi_cb${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType))));
+    if (proto === undefined) protos.set(key, proto = koffi().pointer(koffi().proto(`wsp_ffi_cb${protoCount++}`, koffiType(signature.result), signature.args.map(koffiType))));
     const pointerArgs = signature.args.map(isPointer);
-    const handle = koffi.register((...args: unknown[]) => {
+    const handle = koffi().register((...args: unknown[]) => {
       for (let i = 0; i < args.length; i++) if (pointerArgs[i]) args[i] = toPointer(args[i] as number | bigint);
       return (fn as (...a: unknown[]) => unknown)(...args);
     }, proto);
-    return { pointer: toPointer(handle), close: () => koffi.unregister(handle) };
+    return { pointer: toPointer(handle), close: () => koffi().unregister(handle) };
   },
 };

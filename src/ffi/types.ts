@@ -183,7 +183,7 @@ export class SymbolNotDefinedError extends Error {
 }
 
 /**
- * The per-runtime FFI operations; obtain one with `loadAdapter()`. Left out
+ * The per-runtime FFI operations; obtain one with `adapterSync()`. Left out
  * of the API reference: the raw FFI layer.
  *
  * @ignore

@@ -8,4 +8,5 @@
  */
 export { DEFAULT_GGUF_LIMITS, type GgufLimits } from "./scan.ts";
 export { type GgufArray, type GgufEntry, GgufFile, type GgufTensorInfo, type GgufValue, readGguf } from "./reader.ts";
+export { TensorMap } from "./tensor_map.ts";
 export { GgufWriter } from "./writer.ts";

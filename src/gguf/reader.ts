@@ -18,6 +18,7 @@ import type { Tensor } from "../core/tensor.ts";
 import type { Backend } from "../backend/backend.ts";
 import { allocCtxTensors, type Buffer, BufferType, tensorSet } from "../backend/buffer.ts";
 import { GGUF_TYPE_SIZE, type GgufLimits, type ScannedKv, scanGguf } from "./scan.ts";
+import { TensorMap } from "./tensor_map.ts";
 
 /** A GGUF array value: a typed array for numbers, plain arrays for bools and strings. */
 export type GgufArray =
@@ -261,10 +262,10 @@ export class GgufFile {
    * (`no_alloc = false`) is not used: it mallocs a context that is not a
    * JS-owned pool, and allocates the declared data size before reading it.
    *
-   * @returns the context and the tensors by name
+   * @returns the context and the tensors by name ({@linkcode TensorMap}: `require(name)` throws for a missing one)
    * @throws {GgufError} `NOT_FOUND`, `TRUNCATED` (checked before anything is allocated), `IO`
    */
-  loadTensors(options: { context?: Context; names?: readonly string[] } = {}): { context: Context; tensors: Map<string, Tensor> } {
+  loadTensors(options: { context?: Context; names?: readonly string[] } = {}): { context: Context; tensors: TensorMap } {
     const infos = (options.names ?? this.tensors.map((t) => t.name)).map((n) => this.#info(n));
     const given = options.context;
     if (given !== undefined && !(given instanceof Context)) throw new ArgumentError("loadTensors: context must be a Context");
@@ -275,14 +276,14 @@ export class GgufFile {
       memSize: infos.reduce((n, t) => n + overhead + Math.ceil(t.nbytes / MEM_ALIGN) * MEM_ALIGN, MEM_ALIGN),
     });
     try {
-      const tensors = new Map<string, Tensor>();
+      const tensors = new TensorMap(this.path);
       for (const info of infos) tensors.set(info.name, context.newTensor(info.type, info.shape.length ? [...info.shape] : [1]).setName(info.name));
       if (alloc) {
         this.#withFile((fd) => {
           for (const info of infos) {
             // A zero-element tensor has no data in a context (ggml leaves it NULL): nothing to read.
             if (info.nbytes === 0) continue;
-            const { buffer, offset } = tensors.get(info.name)!._location("loadTensors");
+            const { buffer, offset } = tensors.require(info.name)._location("loadTensors");
             this.#read(fd, info, new Uint8Array(buffer, offset, info.nbytes));
           }
         });
@@ -309,13 +310,13 @@ export class GgufFile {
    * `others`): e.g. a CPU extra buffer type such as `CPU_REPACK` for the
    * weights {@linkcode extraBufferTypeFor} says it takes.
    *
-   * @returns the context (holding the tensors' headers), the tensors by name, the buffer, and the other buffer types' contexts and buffers
+   * @returns the context (holding the tensors' headers), the tensors by name ({@linkcode TensorMap}), the buffer, and the other buffer types' contexts and buffers
    * @throws {GgufError} `NOT_FOUND`, `TRUNCATED`, `IO`
    */
   loadTensorsToBackend(
     target: Backend | BufferType,
     options: { names?: readonly string[]; bufferTypes?: (info: GgufTensorInfo) => BufferType | undefined } = {},
-  ): { context: Context; tensors: Map<string, Tensor>; buffer: Buffer | null; others: { context: Context; buffer: Buffer | null }[] } {
+  ): { context: Context; tensors: TensorMap; buffer: Buffer | null; others: { context: Context; buffer: Buffer | null }[] } {
     const infos = (options.names ?? this.tensors.map((t) => t.name)).map((n) => this.#info(n));
     for (const info of infos) this.#range(info);
     const pick = options.bufferTypes;
@@ -332,7 +333,7 @@ export class GgufFile {
     }
     const overhead = tensorOverhead();
     const made: { context: Context; buffer: Buffer | null }[] = [];
-    const tensors = new Map<string, Tensor>();
+    const tensors = new TensorMap(this.path);
     try {
       for (const g of groups.values()) {
         if (g.buft !== undefined && g.infos.length === 0) continue;
@@ -344,7 +345,7 @@ export class GgufFile {
         const host = part.buffer?.isHost ?? false;
         this.#withFile((fd) => {
           for (const info of g.infos) {
-            const t = loaded.get(info.name)!;
+            const t = loaded.require(info.name);
             tensors.set(info.name, t);
             if (info.nbytes === 0) continue;
             if (host) this.#read(fd, info, new Uint8Array(ffi.view(t._data, info.nbytes)));
@@ -358,7 +359,8 @@ export class GgufFile {
         });
       }
       // The tensors in the order asked for.
-      const ordered = new Map(infos.map((i) => [i.name, tensors.get(i.name)!]));
+      const ordered = new TensorMap(this.path);
+      for (const i of infos) ordered.set(i.name, tensors.require(i.name));
       return { context: made[0].context, tensors: ordered, buffer: made[0].buffer, others: made.slice(1) };
     } catch (e) {
       for (const p of made) p.buffer?.free();

@@ -65,6 +65,7 @@ export {
   sample,
   SAMPLER_DEFAULTS,
   type SamplerOptions,
+  samplerSettings,
   softmax,
   topK,
   topPCount,

@@ -3,7 +3,9 @@
  * sequence is the same on every runtime (32-bit integer arithmetic only).
  *
  * The order is llama.cpp's default chain: repetition penalty → top-k →
- * temperature → softmax → top-p → draw. Temperature 0 (or below) is greedy.
+ * temperature → softmax → top-p → draw. Temperature 0 (or below) is greedy:
+ * the arg-max of the model's logits, with no repetition penalty unless one is
+ * given ({@linkcode samplerSettings}), in the API and the CLI alike.
  *
  * @module
  */
@@ -16,14 +18,35 @@ export interface SamplerOptions {
   readonly topK?: number;
   /** Keep the smallest set of tokens whose probability reaches p; 1 keeps all. Default 0.95. */
   readonly topP?: number;
-  /** Divide positive (multiply negative) logits of recently seen tokens by this; 1 disables. Default 1.1. */
+  /**
+   * Divide positive (multiply negative) logits of recently seen tokens by this; 1 disables.
+   * Default 1.1 when sampling, 1 when greedy (temperature ≤ 0).
+   */
   readonly repeatPenalty?: number;
   /** How many of the latest tokens the penalty looks at. Default 64. */
   readonly repeatWindow?: number;
 }
 
-/** The defaults of {@linkcode SamplerOptions}. */
+/** The defaults of {@linkcode SamplerOptions} when sampling (temperature > 0); see {@linkcode samplerSettings}. */
 export const SAMPLER_DEFAULTS: Required<SamplerOptions> = { temperature: 0.8, topK: 40, topP: 0.95, repeatPenalty: 1.1, repeatWindow: 64 };
+
+/**
+ * The settings {@linkcode sample} applies for `options`, the one place both the
+ * API and the CLI take their defaults from: each unset field is its
+ * {@linkcode SAMPLER_DEFAULTS} value, except that greedy decoding
+ * (temperature ≤ 0) has no repetition penalty unless `repeatPenalty` is given.
+ */
+export function samplerSettings(options: SamplerOptions = {}): Required<SamplerOptions> {
+  const d = SAMPLER_DEFAULTS;
+  const temperature = options.temperature ?? d.temperature;
+  return {
+    temperature,
+    topK: options.topK ?? d.topK,
+    topP: options.topP ?? d.topP,
+    repeatPenalty: options.repeatPenalty ?? (temperature > 0 ? d.repeatPenalty : 1),
+    repeatWindow: options.repeatWindow ?? d.repeatWindow,
+  };
+}
 
 /** A source of uniform numbers in [0, 1). */
 export type Rng = () => number;
@@ -148,12 +171,11 @@ export function drawIndex(weights: ArrayLike<number>, count: number, rng: Rng): 
  * far (prompt included), for the penalty.
  */
 export function sample(logits: Float32Array, history: readonly number[], options: SamplerOptions, rng: Rng): number {
-  const d = SAMPLER_DEFAULTS;
-  applyRepetitionPenalty(logits, history, options.repeatPenalty ?? d.repeatPenalty, options.repeatWindow ?? d.repeatWindow);
-  const temperature = options.temperature ?? d.temperature;
-  if (!(temperature > 0)) return argmax(logits);
-  const cands = topK(logits, options.topK ?? d.topK);
-  const probs = softmax(cands, temperature);
-  const keep = topPCount(probs, options.topP ?? d.topP);
+  const o = samplerSettings(options);
+  applyRepetitionPenalty(logits, history, o.repeatPenalty, o.repeatWindow);
+  if (!(o.temperature > 0)) return argmax(logits);
+  const cands = topK(logits, o.topK);
+  const probs = softmax(cands, o.temperature);
+  const keep = topPCount(probs, o.topP);
   return cands[drawIndex(probs, keep, rng)].id;
 }

@@ -43,7 +43,7 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { cString, type FfiAdapter, loadAdapter } from "../ffi/mod.ts";
+import { adapterSync, cString, type FfiAdapter } from "../ffi/mod.ts";
 import { openWspGgml, type WspGgml } from "../ffi/open.ts";
 import { ArgumentError, CpuVariantError, LibraryNotFoundError, PermissionError } from "../core/errors.ts";
 import { callbacks, LogLevel } from "../ffi/bindings.gen.ts";
@@ -67,7 +67,7 @@ export const CACHE_DIR_ENV = "WSP_GGML_CACHE_DIR";
 export const BUILD_COMMAND = "npm run build";
 
 /** The FFI adapter of the running runtime. */
-export const ffi: FfiAdapter = await loadAdapter();
+export const ffi: FfiAdapter = adapterSync();
 
 /** Options of {@linkcode loadLibrary}. */
 export interface LoadOptions {

@@ -86,7 +86,9 @@ function verified(dir: string, progress?: (p: FetchProgress) => void): boolean {
     if (!known.has(line) && sha256File(f, progress) !== pin.sha256) return false;
     lines.push(line);
   }
-  writeFileSync(stamp, lines.join("\n") + "\n");
+  // Written only when it changes: a warm cache is then read-only (Deno needs no --allow-write for it).
+  const text = lines.join("\n") + "\n";
+  if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== text) writeFileSync(stamp, text);
   return true;
 }
 
