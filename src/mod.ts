@@ -51,6 +51,7 @@ export * from "./gguf/mod.ts";
 export { canQuantize, dequantize, quantize, type QuantizeOptions, requiresImatrix, rowSize, typeName } from "./core/quantize.ts";
 export { GGML_COMMIT, VERSION, WHISPER_RN_VERSION } from "./runtime/version.ts";
 export { type BackendInfo, systemInfo, type SystemInfo } from "./runtime/system_info.ts";
+export { checkThreads, cpuLoad, type CpuLoad, defaultThreads, THREADS_ENV } from "./runtime/threads.ts";
 export { abortTrace, type LogCallback, logFlush, LogLevel, type LogOptions, logSet } from "./runtime/log.ts";
 export {
   DEFAULT_GRAPH_SIZE,

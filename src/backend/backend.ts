@@ -17,6 +17,7 @@ import { ArgumentError, BusyError, ComputeError, GgmlError, NotAllocatedError, U
 import process from "node:process";
 import { cString } from "../ffi/mod.ts";
 import { ffi, keepAlive } from "../runtime/loader.ts";
+import { checkThreads, defaultThreads } from "../runtime/threads.ts";
 import { logFlush } from "../runtime/log.ts";
 import { allocPool, initContext, runtime } from "../runtime/runtime.ts";
 import { checkData, cpuHandlesTypes, Graph } from "../core/graph.ts";
@@ -540,7 +541,7 @@ export function _setRpcBackendFactory(factory: ((endpoint: string) => Backend) |
 
 /** Options of {@linkcode Backend.cpu}. */
 export interface CpuBackendOptions {
-  /** Threads (1 … 512); default 4. */
+  /** Threads (1 … 512); default: the package's thread policy (`defaultThreads`). */
   readonly nThreads?: number;
   /** A threadpool to compute with instead of one per compute call. */
   readonly threadpool?: Threadpool;
@@ -580,7 +581,7 @@ export class Backend {
     const p = sym().wsp_ggml_backend_cpu_init();
     if (p === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_backend_cpu_init failed");
     const b = new Backend(p, INTERNAL);
-    if (options.nThreads !== undefined) b.setNThreads(options.nThreads);
+    b.setNThreads(options.nThreads ?? defaultThreads());
     if (options.threadpool !== undefined) b.setThreadpool(options.threadpool);
     return b;
   }
@@ -749,6 +750,7 @@ export class Backend {
     int("setNThreads: nThreads", nThreads);
     if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`setNThreads: nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
     if (!this.isCpu) throw new UnsupportedOpError(`setNThreads: ${this.name} is not a CPU backend`);
+    checkThreads("setNThreads", nThreads);
     sym().wsp_ggml_backend_cpu_set_n_threads(this.pointer, nThreads);
     return this;
   }
@@ -921,6 +923,7 @@ export class Threadpool {
     if (pool === 0) throw new GgmlError("OUT_OF_MEMORY", "wsp_ggml_threadpool_new failed");
     this.#h = adopt(this, "threadpool", pool, (q) => sym().wsp_ggml_threadpool_free(q));
     this.nThreads = n;
+    checkThreads("Threadpool", n);
   }
 
   /** @ignore @internal */

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { availableParallelism } from "node:os";
 import process from "node:process";
 import { Backend, readGguf, systemInfo } from "../mod.ts";
 import { defaultCacheDir, ensureModel, MODEL_CACHE_ENV, progressReporter } from "../llm/fetch.ts";
@@ -15,16 +14,9 @@ import { readHparams } from "../llm/hparams.ts";
 import { evenLayers, GemmaModel } from "../llm/model.ts";
 import { SAMPLER_DEFAULTS, samplerSettings } from "../llm/sampler.ts";
 import { Tokenizer } from "../llm/tokenizer.ts";
+import { defaultThreads, THREADS_ENV } from "../runtime/threads.ts";
 import { type Command, EXIT_CODES_HELP, EXIT_OK, intAtLeast, numberOption, parse, UsageError, warn } from "./common.ts";
 
-/** The default thread count: the CPUs this process may use, at most 8. */
-export function defaultThreads(): number {
-  try {
-    return Math.max(1, Math.min(8, availableParallelism()));
-  } catch {
-    return 2;
-  }
-}
 
 const HELP = `usage: wsp-ggml generate --prompt TEXT [--model FILE] [--n N] [--temp T] [--top-k K] [--top-p P]
                          [--seed S] [--threads N] [--json] [options]
@@ -44,7 +36,8 @@ load and speed figures to stderr.
   --top-p P            nucleus sampling threshold in (0, 1] (default ${SAMPLER_DEFAULTS.topP})
   --repeat-penalty X   penalty of the last ${SAMPLER_DEFAULTS.repeatWindow} tokens, 1 = off (default ${SAMPLER_DEFAULTS.repeatPenalty}; 1 with --temp 0)
   --seed S             sampling seed, an integer ≥ 0 (default 42)
-  --threads N          CPU threads (default: the CPUs available, at most 8; here ${defaultThreads()})
+  --threads N          CPU threads (default: the physical cores that other processes leave free;
+                       ${THREADS_ENV} fixes it)
   --device D           auto (a GPU if there is one, else the CPU; WSP_GGML_DEVICE overrides it),
                        cpu, gpu, or a device's name from \`wsp-ggml info\` (default auto)
   --ctx N              KV cache positions (default 2048)

@@ -8,6 +8,7 @@
 import process from "node:process";
 import { Backend, RPC_DEFAULT_PORT, RPC_PROTOCOL_VERSION, RpcServer } from "../mod.ts";
 import { type Command, EXIT_CODES_HELP, EXIT_OK, intAtLeast, numberOption, parse, UsageError } from "./common.ts";
+import { defaultThreads, THREADS_ENV } from "../runtime/threads.ts";
 
 const HELP = `usage: wsp-ggml rpc-server [--host ADDR] [--port N] [--backend NAME] [--threads N] [--allow-remote]
 
@@ -19,7 +20,8 @@ sends malformed data is disconnected. The first line on stdout says where it lis
   --host ADDR      IPv4 address to bind (default 127.0.0.1: this machine only)
   --port N         port (default ${RPC_DEFAULT_PORT}; 0 picks a free one)
   --backend NAME   device to serve: cpu (default), or a device name as 'wsp-ggml info' lists it
-  --threads N      CPU threads (default 4)
+  --threads N      CPU threads (default: the physical cores other processes leave free;
+                   ${THREADS_ENV} fixes it)
   --allow-remote   required to bind an address outside 127.0.0.0/8
   -h, --help       this text
 
@@ -50,7 +52,7 @@ export const rpcServer: Command = {
       return EXIT_OK;
     }
     const port = numberOption("port", values.port, RPC_DEFAULT_PORT, (v) => Number.isInteger(v) && v >= 0 && v <= 65535, "an integer 0 … 65535");
-    const threads = numberOption("threads", values.threads, 4, intAtLeast(1), "an integer ≥ 1");
+    const threads = numberOption("threads", values.threads, defaultThreads(), intAtLeast(1), "an integer ≥ 1");
     const host = values.host ?? "127.0.0.1";
     if (!/^(\d{1,3}\.){3}\d{1,3}$/.test(host) && host !== "localhost") throw new UsageError(`--host must be an IPv4 address, got ${JSON.stringify(host)}`);
     const isLoopback = host === "localhost" || host.startsWith("127.");

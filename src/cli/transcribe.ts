@@ -10,6 +10,7 @@ import { progressReporter } from "../llm/fetch.ts";
 import { ensureWhisperModel, WHISPER_CACHE_ENV } from "../whisper/model_fetch.ts";
 import { WhisperModel } from "../whisper/whisper.ts";
 import { decodeWav16kMono } from "../whisper/wav.ts";
+import { THREADS_ENV } from "../runtime/threads.ts";
 import { type Command, EXIT_CODES_HELP, EXIT_OK, intAtLeast, numberOption, parse, toJson } from "./common.ts";
 
 const HELP = `usage: wsp-ggml transcribe [--model FILE] [--threads N] [--language L] [--translate]
@@ -25,8 +26,8 @@ Prints one line of text per file; with --json one JSON object per file: its segm
 start and end in milliseconds, and the language. Progress goes to stderr when it is a terminal.
 
   --model FILE      whisper.cpp model file (default: Whisper base q8_0, fetched and converted)
-  --threads N       compute threads (default 1: on a shared or loaded machine, threads that
-                    spin-wait on each other were measured far slower than one)
+  --threads N       compute threads (default: the physical cores other processes leave
+                    free, at most 4; ${THREADS_ENV} fixes it)
   --language L      spoken language ("en", "de", …) or "auto" to detect it (default en)
   --translate       translate into English (multilingual models)
   --beam N          beam search with N beams (1 … 8) instead of greedy decoding
@@ -57,7 +58,7 @@ export const transcribeCommand: Command = {
       process.stdout.write(HELP + "\n");
       return EXIT_OK;
     }
-    const threads = numberOption("threads", values.threads, 1, (v) => intAtLeast(1)(v) && v <= 512, "an integer in 1 … 512");
+    const threads = values.threads === undefined ? undefined : numberOption("threads", values.threads, 1, (v) => intAtLeast(1)(v) && v <= 512, "an integer in 1 … 512");
     const beam = values.beam === undefined ? undefined : numberOption("beam", values.beam, 5, (v) => intAtLeast(1)(v) && v <= 8, "an integer in 1 … 8");
     const tty = process.stderr.isTTY === true;
     // Read every file first: a bad WAV is reported before the model is loaded.

@@ -4,11 +4,12 @@
  *
  * @module
  */
-import { DEFAULT_N_THREADS, GluOp, MAX_N_THREADS, Op, Status, TensorFlag, Type, UnaryOp } from "../ffi/bindings.gen.ts";
+import { GluOp, MAX_N_THREADS, Op, Status, TensorFlag, Type, UnaryOp } from "../ffi/bindings.gen.ts";
 import { int } from "./args.ts";
 import { internal } from "./brand.ts";
 import { ArgumentError, BoundsError, BusyError, ComputeError, GgmlTypeError, GraphFullError, NotAllocatedError, UnsupportedOpError } from "./errors.ts";
 import { ffi } from "../runtime/loader.ts";
+import { checkThreads, defaultThreads } from "../runtime/threads.ts";
 import { runtime } from "../runtime/runtime.ts";
 import { BACKWARD_OPS, checkBackward, cpuKernelRefusal } from "./checks.ts";
 import { CPU_TYPES } from "../backend/cpu_types.gen.ts";
@@ -71,7 +72,7 @@ export function cgraphLayoutKnown(): boolean {
 
 /** Options of {@linkcode Graph.compute}. */
 export interface ComputeOptions {
-  /** Threads to compute with (1 … 512); default 4 (`WSP_GGML_DEFAULT_N_THREADS`). */
+  /** Threads to compute with (1 … 512); default: the package's thread policy (`defaultThreads`). */
   readonly nThreads?: number;
 }
 
@@ -461,8 +462,9 @@ export class Graph {
    * @throws {ComputeError} when ggml reports a failure
    */
   compute(options: ComputeOptions = {}): this {
-    const nThreads = int("compute: nThreads", options.nThreads ?? DEFAULT_N_THREADS);
+    const nThreads = int("compute: nThreads", options.nThreads ?? defaultThreads({ fresh: false }));
     if (nThreads < 1 || nThreads > MAX_N_THREADS) throw new ArgumentError(`compute: nThreads must be in 1..${MAX_N_THREADS}, got ${nThreads}`);
+    checkThreads("compute", nThreads);
     this.context._pool("compute");
     this._idle("compute");
     this.#sync();

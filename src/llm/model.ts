@@ -46,6 +46,7 @@ import {
   Type,
 } from "../mod.ts";
 import { type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
+import { checkThreads, defaultThreads } from "../runtime/threads.ts";
 
 /** Attended positions are rounded up to a multiple of this, so that a decode graph serves this many steps. */
 export const KV_PAD = 256;
@@ -67,7 +68,10 @@ const ALL_LOGITS_BATCH = 64;
 
 /** Options of {@linkcode GemmaModel.load}. */
 export interface ModelOptions {
-  /** CPU threads (default 2): of the CPU backend, or of the CPU fallback beside a GPU. */
+  /**
+   * CPU threads: of the CPU backend, or of the CPU fallback beside a GPU. Default: the
+   * package's thread policy (`defaultThreads`: the physical cores other processes leave free).
+   */
   readonly threads?: number;
   /** Dequantize every weight to f32 after loading (the reference-accuracy mode); default false. */
   readonly dequantize?: boolean;
@@ -294,12 +298,15 @@ export class GemmaModel {
     this.preciseGelu = options.preciseGelu ?? this.dequantized;
     this.kvType = options.kvType ?? (this.dequantized ? Type.F32 : Type.F16);
     this.#ownBackend = options.backend === undefined;
-    const threads = options.threads ?? 2;
+    const threads = options.threads ?? defaultThreads();
+    checkThreads("GemmaModel", threads);
     const split = checkSplit(options.split, hp.nLayer);
     const device = options.backend ? options.backend.device : bestDevice({ device: options.device });
     // A threadpool that lives across computes (without one ggml starts and joins threads on every graph), for the CPU backend the model makes.
     const needCpu = options.backend ? !options.backend.isCpu : true;
-    this.#pool = needCpu ? new Threadpool({ nThreads: threads }) : null;
+    // With layers on RPC servers the pool waits on the network between its graphs: its threads
+    // sleep then (poll 0) instead of spinning on cores a server on this machine may need.
+    this.#pool = needCpu ? new Threadpool({ nThreads: threads, poll: split ? 0 : undefined }) : null;
     let cpu: Backend | null = null;
     try {
       this.backend = options.backend ?? (device.typeName === "cpu" ? Backend.cpu({ nThreads: threads, threadpool: this.#pool! }) : device.init());

@@ -26,6 +26,7 @@ import { INTERNAL } from "../core/brand.ts";
 import { ArgumentError, BusyError, GgmlError, RpcError } from "../core/errors.ts";
 import { cString } from "../ffi/mod.ts";
 import { ffi, keepAlive, library } from "../runtime/loader.ts";
+import { defaultThreads } from "../runtime/threads.ts";
 import { runtime } from "../runtime/runtime.ts";
 import { _setComputeFaultHook, _setRpcBackendFactory, type AsyncComputeOptions, Backend, Device, type DeviceMemory } from "../backend/backend.ts";
 import type { Sched } from "../backend/sched.ts";
@@ -251,7 +252,7 @@ export interface RpcServerOptions {
   readonly allowRemote?: boolean;
   /** The backend to serve; default a new CPU backend with `nThreads`. It is busy (cannot compute or be freed) until the server stops. */
   readonly backend?: Backend;
-  /** Threads of the CPU backend made when `backend` is not given; default 4. */
+  /** Threads of the CPU backend made when `backend` is not given; default: the package's thread policy (`defaultThreads`). */
   readonly nThreads?: number;
   /** The memory reported to clients, in bytes; default the backend's device memory. */
   readonly memory?: DeviceMemory;
@@ -311,7 +312,7 @@ export class RpcServer {
     }
     const s = rpc();
     const owned = options.backend === undefined;
-    const backend = options.backend ?? Backend.cpu({ nThreads: options.nThreads ?? 4 });
+    const backend = options.backend ?? Backend.cpu({ nThreads: options.nThreads ?? defaultThreads() });
     try {
       backend._live("RpcServer");
       backend._setBusy(true, "RpcServer");

@@ -25,12 +25,17 @@ import { ArgumentError, AudioError, BusyError, UseAfterFreeError, WhisperError }
 import { cString } from "../ffi/common.ts";
 import { WhisperSamplingStrategy, whisperLayouts } from "../ffi/whisper.gen.ts";
 import { ffi, keepAlive, library } from "../runtime/loader.ts";
+import { checkThreads, defaultThreads } from "../runtime/threads.ts";
+
 import { logFlush } from "../runtime/log.ts";
 import { whisperAsync, whisperSymbols } from "../runtime/whisper.ts";
 import { scanWhisperModel, type WhisperModelInfo } from "./model_file.ts";
 import { BackendDevType } from "../ffi/bindings.gen.ts";
 import { devices } from "../backend/backend.ts";
 import { metalDeviceRefusal } from "../backend/metal_checks.ts";
+
+/** The most threads the default gives a transcription (whisper.cpp's own default: min(4, CPUs)). */
+const WHISPER_MAX_DEFAULT_THREADS = 4;
 
 /** Whisper's sample rate: {@linkcode WhisperModel.transcribe} takes 16 kHz mono. */
 export const WHISPER_RATE = 16000;
@@ -81,9 +86,10 @@ export interface TranscribeOptions {
    */
   readonly temperatureInc?: number;
   /**
-   * Compute threads, 1 … 512. Default 1: on a shared or loaded machine,
-   * threads that spin-wait on each other were measured far slower than one;
-   * raise it on a machine with idle cores.
+   * Compute threads, 1 … 512. Default: the package's thread policy
+   * (`defaultThreads`: the physical cores other processes leave free), at most
+   * 4 as whisper.cpp's own default; more threads than free cores is many
+   * times slower, not a little.
    */
   readonly threads?: number;
   /** Per-token times (`tokens[].t0`, `t1`); default false (they are then -1). */
@@ -317,7 +323,8 @@ export class WhisperModel {
     const bestOf = int("bestOf", o.bestOf ?? 5, 1, MAX_DECODERS);
     const temperature = num("temperature", o.temperature ?? 0, 0, 10);
     const temperatureInc = num("temperatureInc", o.temperatureInc ?? 0.2, 0, 10);
-    const threads = int("threads", o.threads ?? 1, 1, 512);
+    const threads = int("threads", o.threads ?? defaultThreads({ cap: WHISPER_MAX_DEFAULT_THREADS }), 1, 512);
+    checkThreads("transcribe", threads);
     const maxLen = int("maxSegmentLength", o.maxSegmentLength ?? 0, 0, 1 << 20);
     const tokenTimestamps = o.tokenTimestamps ?? false;
     const noContext = o.noContext ?? true;
