@@ -355,8 +355,8 @@ fn addTarget(b: *std.Build, target: std.Build.ResolvedTarget, dir: std.Build.Ins
     base_mod.addCSourceFile(.{ .file = b.path("native/pin.c"), .flags = &common_c_flags });
     // wsp-ggml's log routing (JS thread vs native threads) and abort message.
     base_mod.addCSourceFile(.{ .file = b.path("native/log.c"), .flags = &common_c_flags });
-    // The CPU time counters of the thread policy (src/runtime/threads.ts).
-    base_mod.addCSourceFile(.{ .file = b.path("native/cpu_load.c"), .flags = &common_c_flags });
+    // CPU time, cores and memory for the thread policy and memory checks (src/runtime/machine.ts).
+    base_mod.addCSourceFile(.{ .file = b.path("native/machine.c"), .flags = &common_c_flags });
     if (os == .windows) base_mod.addCSourceFile(.{ .file = b.path("native/win-exports.c"), .flags = &common_c_flags });
     // ggml's RPC backend (vendor/ggml/ggml-rpc.cpp, included by the guard that turns its aborts
     // into errors): in the base library, like the registry it is reached from.

@@ -9,10 +9,10 @@
 import { checkAllocBound } from "./alloc_bound.ts";
 import { INTERNAL } from "../core/brand.ts";
 import { BackendBufferUsage, BackendDevType, callbacks, DEFAULT_GRAPH_SIZE, layouts, Op, TensorFlag } from "../ffi/bindings.gen.ts";
-import { totalmem } from "node:os";
 import { bool, size } from "../core/args.ts";
 import { ArgumentError, BoundsError, BusyError, GgmlError, NotAllocatedError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
 import { ffi, keepAlive } from "../runtime/loader.ts";
+import { totalMemory } from "../runtime/machine.ts";
 import { runtime } from "../runtime/runtime.ts";
 import { checkData, Graph } from "../core/graph.ts";
 import { cpuKernelRefusal } from "../core/checks.ts";
@@ -240,8 +240,8 @@ export class Sched {
     // A cgraph's size is an int; the scheduler's tables grow by about 23 KB per node of graphSize.
     if (graphSize > 2 ** 31 - 1) throw new BoundsError(`Sched: graphSize ${graphSize} exceeds 2^31 - 1 (a graph's size is an int in ggml)`);
     const need = schedBytes(graphSize, backends.length, parallel ? SCHED_MAX_COPIES : 1);
-    if (need > totalmem()) {
-      throw new BoundsError(`Sched: graphSize ${graphSize} needs about ${need} bytes of scheduler tables, more than this machine's ${totalmem()} bytes of memory (ggml aborts when the allocation fails)`);
+    if (need > totalMemory()) {
+      throw new BoundsError(`Sched: graphSize ${graphSize} needs about ${need} bytes of scheduler tables, more than this machine's ${totalMemory()} bytes of memory (ggml aborts when the allocation fails)`);
     }
     const opOffload = bool("Sched: opOffload", options.opOffload ?? true);
     const bp = new BigUint64Array(backends.map((b) => BigInt(b.pointer)));

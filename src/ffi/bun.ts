@@ -165,6 +165,7 @@ function open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>
 export const adapter: FfiAdapter = {
   runtime: "bun",
   hasNonblocking: true,
+  deniedFlags: () => [],
   mayRun(): boolean {
     return true;
   },

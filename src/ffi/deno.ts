@@ -183,6 +183,15 @@ export const adapter: FfiAdapter = {
     const state = Deno.permissions.querySync({ name: "run", command }).state;
     return state === "granted";
   },
+  deniedFlags(names) {
+    return names.filter((name) => {
+      try {
+        return Deno.permissions.querySync({ name } as Deno.PermissionDescriptor).state !== "granted";
+      } catch {
+        return false; // not a permission this Deno knows
+      }
+    }).map((name) => `--allow-${name}`);
+  },
   open,
   view: (ptr, byteLength) => Deno.UnsafePointerView.getArrayBuffer(pointerObject(ptr), byteLength),
   addressOf: (buffer) => {

@@ -13,6 +13,7 @@
  */
 import { createRequire } from "node:module";
 import type { FfiAdapter } from "./types.ts";
+import { PermissionError } from "../core/errors.ts";
 
 export * from "./types.ts";
 export { cString } from "./common.ts";
@@ -54,7 +55,17 @@ export function adapterSync(): FfiAdapter {
   // following) the other runtimes' adapters; the extension is this module's own
   // (.ts from source, .js once built).
   const ext = import.meta.url.slice(import.meta.url.lastIndexOf("."));
-  const m = createRequire(import.meta.url)(`./${detectRuntime()}${ext}`) as { adapter: FfiAdapter };
+  const file = `./${detectRuntime()}${ext}`;
+  let m: { adapter: FfiAdapter };
+  try {
+    m = createRequire(import.meta.url)(file) as typeof m;
+  } catch (e) {
+    // Deno: `require` reads the file, which --allow-read must cover (the package's entry points import it statically instead).
+    if ((e as Error)?.name === "NotCapable") {
+      throw new PermissionError(`wsp-ggml: loading its Deno adapter (${new URL(file, import.meta.url).pathname}) needs --allow-read: run with --allow-ffi --allow-read --allow-env (or -A), or import the package's Deno entry point (src/ffi/entry_deno.ts, the npm or JSR package) instead`, "--allow-read");
+    }
+    throw e;
+  }
   return provided ??= m.adapter;
 }
 

@@ -103,6 +103,7 @@ const fnProtos = new Map<string, ReturnType<typeof Koffi.proto>>();
 export const adapter: FfiAdapter = {
   runtime: "node",
   hasNonblocking: true,
+  deniedFlags: () => [],
   mayRun(): boolean {
     return true;
   },

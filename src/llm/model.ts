@@ -246,6 +246,8 @@ export class GemmaModel {
   readonly hparams: Hparams;
   /** Positions the KV cache holds. */
   readonly nCtx: number;
+  /** CPU threads it computes with (the `threads` option, else the thread policy's default when it was made). */
+  readonly threads: number;
   /** Tokens per prompt batch. */
   readonly ubatch: number;
   /** Whether the weights were dequantized to f32. */
@@ -298,7 +300,7 @@ export class GemmaModel {
     this.preciseGelu = options.preciseGelu ?? this.dequantized;
     this.kvType = options.kvType ?? (this.dequantized ? Type.F32 : Type.F16);
     this.#ownBackend = options.backend === undefined;
-    const threads = options.threads ?? defaultThreads();
+    const threads = this.threads = options.threads ?? defaultThreads();
     checkThreads("GemmaModel", threads);
     const split = checkSplit(options.split, hp.nLayer);
     const device = options.backend ? options.backend.device : bestDevice({ device: options.device });

@@ -847,6 +847,9 @@ function checkLibraryFile(location: LibraryLocation, path: string): void {
   }
 }
 
+/** The Deno permissions loading and using the library needs (files it writes need `write` too). */
+const LOAD_PERMISSIONS = ["ffi", "read", "env"] as const;
+
 /**
  * The {@linkcode PermissionError} for an error of the runtime that refused a
  * permission (Deno without `--allow-ffi`: `NotCapable`, "Requires ffi access
@@ -860,9 +863,11 @@ export function permissionError(e: unknown, file?: string): PermissionError | un
   if (name !== "NotCapable" && name !== "PermissionDenied" && kind === undefined) return undefined;
   const flag = /--allow-[\w-]+/.exec(message)?.[0] ?? `--allow-${kind ?? "ffi"}`;
   const what = kind === "ffi" || flag === "--allow-ffi" ? "load the native library" : `get ${kind ?? "the"} access it needs`;
+  // Every flag the library needs that is missing, not only the one this call hit.
+  const missing = [...new Set([flag, ...ffi.deniedFlags(LOAD_PERMISSIONS)])];
   return new PermissionError(
     `wsp-ggml: the runtime did not allow wsp-ggml to ${what}${file ? ` (${file})` : ""}: ${message.replace(/\.$/, "")}. ` +
-      `Run it with ${flag}${flag === "--allow-ffi" ? " (wsp-ggml needs --allow-ffi, --allow-read and --allow-env; or -A)" : ""}.`,
+      `Run it with ${missing.join(" ")} (wsp-ggml needs --allow-ffi, --allow-read and --allow-env; or -A).`,
     flag,
   );
 }

