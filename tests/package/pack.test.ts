@@ -101,6 +101,22 @@ t.shape();
 ctx.newTensor1d("f32", 4);
 `;
 
+// Type-checked against the package's own declarations (no skipLibCheck): the overloads a strict
+// consumer needs without casts or `!`.
+const DECLARATIONS_PROGRAM = `import { Context, readGguf, tensorGet, Type } from "wsp-ggml";
+import { GemmaModel } from "wsp-ggml/llm";
+import { WhisperModel } from "wsp-ggml/whisper";
+export function use(path: string): string {
+  const ctx = new Context({ memSize: 1 << 20 });
+  const t = ctx.newTensor1d(Type.F32, 4);
+  const first: number = tensorGet(t, Float32Array)[0];
+  const { tensors } = readGguf(path).loadTensors();
+  const shape: readonly number[] = tensors.require("w").shape;
+  void [GemmaModel, WhisperModel];
+  return first.toFixed(2) + shape.join(",");
+}
+`;
+
 const runtimes = {
   node: (file: string) => [process.execPath, [file]] as const,
   bun: (file: string) => [bin("bun"), [file]] as const,
@@ -504,6 +520,91 @@ try { ctx.newTensor1d(Type.F32, -1); } catch (e) { console.log(e.name); console.
     }));
     const r = timed("tsc of the README", () => run(process.execPath, [tsc, "-p", "."], {}, dir));
     assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+    // The package's own declarations too (no skipLibCheck), for a consumer with neither Node's
+    // types nor the esnext / dom libs, and for one with Node's types.
+    // (first.ts logs with `console`, which an es2022-only lib does not declare: declarations.ts alone there.)
+    for (const [extra, files] of [[{ lib: ["es2022"], types: [] }, ["declarations.ts"]], [{ types: ["node"], typeRoots: [join(root, "node_modules", "@types")] }, ["first.ts", "declarations.ts"]]] as const) {
+      writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+        compilerOptions: { strict: true, noEmit: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", skipLibCheck: false, ...extra },
+        files,
+      }));
+      writeFileSync(join(dir, "declarations.ts"), DECLARATIONS_PROGRAM);
+      const d = timed(`tsc of the declarations (${JSON.stringify(extra)})`, () => run(process.execPath, [tsc, "-p", "."], {}, dir));
+      assert.equal(d.status, 0, `${JSON.stringify(extra)}:\n${d.stdout}${d.stderr}`);
+    }
+  });
+
+  describe("first contact: a default `npm init -y` project (CommonJS)", () => {
+    let cjs: string;
+    before(() => {
+      cjs = mkdtempSync(join(tmpdir(), "wsp-ggml-first-"));
+      const init = run(npm, ["init", "-y"], {}, cjs);
+      assert.equal(init.status, 0, init.stderr);
+      assert.notEqual(JSON.parse(readFileSync(join(cjs, "package.json"), "utf8")).type, "module", "npm init -y makes a CommonJS project");
+      const platform = report.packages.filter((p) => p.name.startsWith(`@wsp-ggml/${host()}`)).map((p) => p.tarball);
+      const tsxVersion = JSON.parse(readFileSync(join(root, "node_modules", "tsx", "package.json"), "utf8")).version;
+      const r = timed("npm install (first contact)", () => run(npm, ["install", installMode, "--no-audit", "--no-fund", "--loglevel=error", report.packages.find((p) => p.name === "wsp-ggml")!.tarball, ...platform, `tsx@${tsxVersion}`], {}, cjs));
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      readmeBlocks(cjs);
+    });
+    after(() => {
+      if (cjs) rmSync(cjs, { recursive: true, force: true });
+    });
+
+    /** The README's shell lines that run `file` (`node first.mjs`, `npx tsx first.ts`, …), comments cut. */
+    const commands = (file: string): string[] => {
+      const readme = readFileSync(join(project, "node_modules", "wsp-ggml", "README.md"), "utf8");
+      const lines = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1].split("\n"));
+      return lines.map((l) => l.replace(/#.*$/, "").trim()).filter((l) => new RegExp(`\\s${file.replace(".", "\\.")}$`).test(l));
+    };
+
+    for (const file of ["first.mjs", "first.ts"]) {
+      test(`the README's commands for ${file}, verbatim`, () => {
+        const cmds = commands(file);
+        assert.ok(cmds.some((c) => c.startsWith("deno run")) && cmds.some((c) => c.startsWith("bun ")), `the README's commands for ${file}: ${cmds}`);
+        if (file === "first.ts") assert.ok(cmds.includes("npx tsx first.ts"), cmds.join("; "));
+        for (const cmd of cmds) {
+          const [exe, ...args] = cmd.split(/\s+/);
+          const resolved = exe === "bun" || exe === "deno" ? bin(exe) : exe === "npx" ? (win ? "npx.cmd" : "npx") : exe === "node" ? process.execPath : exe;
+          const r = timed(cmd, () => run(resolved, args, {}, cjs));
+          assert.equal(r.status, 0, `${cmd}: ${r.status ?? r.signal}\n${r.stdout}\n${r.stderr}`);
+          for (const want of README_OUT[file]) assert.match(r.stdout, want, cmd);
+        }
+      });
+    }
+
+    test("require(\"wsp-ggml\") and its subpaths from CommonJS (Node's require(esm): no top-level await)", () => {
+      writeFileSync(join(cjs, "first.cjs"), `const { Context, Type } = require("wsp-ggml");
+const { GemmaModel } = require("wsp-ggml/llm");
+const { WhisperModel } = require("wsp-ggml/whisper");
+const ctx = new Context({ memSize: 1 << 20 });
+const a = ctx.newTensor2d(Type.F32, 3, 2).set(new Float32Array([1, 2, 3, 4, 5, 6]));
+const b = ctx.newTensor2d(Type.F32, 3, 2).set(new Float32Array([1, 0, 1, 0, 1, 0]));
+const c = ctx.mulMat(a, b);
+ctx.newGraph().buildForwardExpand(c).compute();
+console.log(JSON.stringify({ c: Array.from(c.get(Float32Array)), llm: typeof GemmaModel.load, whisper: typeof WhisperModel.load }));
+ctx.free();
+`);
+      const r = timed("node first.cjs", () => run(process.execPath, ["first.cjs"], {}, cjs));
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", whisper: "function" });
+    });
+
+    test("without koffi, Node imports the package and the first call says to install koffi", () => {
+      renameSync(join(cjs, "node_modules", "koffi"), join(cjs, "node_modules", ".koffi-away"));
+      try {
+        writeFileSync(join(cjs, "nokoffi.cjs"), `const { Context, LibraryNotFoundError } = require("wsp-ggml");
+try { new Context({ memSize: 1024 }); console.log("no error"); } catch (e) { console.log(JSON.stringify({ name: e.name, ours: e instanceof LibraryNotFoundError, message: e.message })); }
+`);
+        const r = run(process.execPath, ["nokoffi.cjs"], {}, cjs);
+        assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+        const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as { name: string; ours: boolean; message: string };
+        assert.equal(out.ours, true, r.stdout);
+        assert.match(out.message, /npm install koffi/);
+      } finally {
+        renameSync(join(cjs, "node_modules", ".koffi-away"), join(cjs, "node_modules", "koffi"));
+      }
+    });
   });
 
   describe("bun add, and bun build --compile of the installed package", () => {
