@@ -9,8 +9,8 @@ import { fileURLToPath } from "node:url";
 /** The repository root. */
 export const root: string = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** The current runtime's arguments to run `file` (TypeScript) with `argv`. */
-function runtimeArgs(file: string, argv: readonly string[]): string[] {
+/** The arguments that run the TypeScript `file` with `argv` on this runtime (its executable is `process.execPath`). */
+export function runtimeArgs(file: string, argv: readonly string[]): string[] {
   const g = globalThis as { Deno?: unknown; Bun?: unknown };
   return [...(g.Bun !== undefined ? [file] : g.Deno !== undefined ? ["run", "-A", file] : ["--import", "tsx", file]), ...argv];
 }

@@ -14,12 +14,15 @@ export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 /** Exit status: a usage error (unknown command or option, a missing or malformed argument), or a command not available yet. */
 export const EXIT_USAGE = 2;
+/** Exit status: stopped by Ctrl-C (SIGINT), as a shell reports a process SIGINT ended (128 + 2). */
+export const EXIT_INTERRUPTED = 130;
 
 /** The exit codes as `--help` documents them. */
 export const EXIT_CODES_HELP = `exit status:
   0  success
   1  failure while running (missing or unreadable file, bad GGUF, library or model problem)
-  2  usage error (unknown command or option, missing or malformed argument), or a command not available yet`;
+  2  usage error (unknown command or option, missing or malformed argument), or a command not available yet
+  130  stopped by Ctrl-C (generate: between tokens, the text so far ending with a newline)`;
 
 /** A malformed command line: the dispatcher prints it with a pointer to `--help` and exits with {@linkcode EXIT_USAGE}. */
 export class UsageError extends Error {

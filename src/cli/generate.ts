@@ -15,7 +15,7 @@ import { evenLayers, GemmaModel } from "../llm/model.ts";
 import { SAMPLER_DEFAULTS, samplerSettings } from "../llm/sampler.ts";
 import { Tokenizer } from "../llm/tokenizer.ts";
 import { defaultThreads, THREADS_ENV } from "../runtime/threads.ts";
-import { type Command, EXIT_CODES_HELP, EXIT_OK, intAtLeast, numberOption, parse, UsageError, warn } from "./common.ts";
+import { type Command, EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, intAtLeast, numberOption, parse, UsageError, warn } from "./common.ts";
 
 
 const HELP = `usage: wsp-ggml generate --prompt TEXT [--model FILE] [--n N] [--temp T] [--top-k K] [--top-p P]
@@ -153,16 +153,30 @@ export async function runGenerate(o: GenerateCliOptions): Promise<number> {
   if (split) warn(`layers: ${placement(model)}`);
   warn(`model: ${path} (${hp.nLayer} layers, ${hp.nEmbd} wide, ${hp.nVocab} tokens), loaded in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
 
+  // Ctrl-C stops the generation between tokens: the text so far ends with its newline, the model is freed, exit 130.
+  const interrupt = new AbortController();
+  const onInt = () => interrupt.abort();
+  process.on("SIGINT", onInt);
   const gen = generate(model, tokenizer, o.prompt, {
-    maxTokens: o.n, temperature: o.temp, topK: o.topK, topP: o.topP, repeatPenalty: o.repeatPenalty, seed: o.seed,
+    maxTokens: o.n, temperature: o.temp, topK: o.topK, topP: o.topP, repeatPenalty: o.repeatPenalty, seed: o.seed, signal: interrupt.signal,
   });
   const ids: number[] = [];
   let text = "";
   if (!o.json && o.echo) process.stdout.write(o.prompt);
-  for await (const piece of gen) {
-    if (piece.id >= 0) ids.push(piece.id);
-    text += piece.text;
-    if (!o.json && piece.text) process.stdout.write(piece.text);
+  try {
+    for await (const piece of gen) {
+      if (piece.id >= 0) ids.push(piece.id);
+      text += piece.text;
+      if (!o.json && piece.text) process.stdout.write(piece.text);
+    }
+  } catch (e) {
+    if (!interrupt.signal.aborted) throw e;
+    if (!o.json) process.stdout.write("\n");
+    warn(`interrupted after ${ids.length} tokens`);
+    return EXIT_INTERRUPTED;
+  } finally {
+    // Once it has fired it stays: Deno takes removing the listener then as leave to die of the signal.
+    if (!interrupt.signal.aborted) process.off("SIGINT", onInt);
   }
   if (!o.json) process.stdout.write("\n");
   const s: GenerateStats = gen.stats;

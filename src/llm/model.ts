@@ -47,6 +47,7 @@ import {
 } from "../mod.ts";
 import { type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
 import { checkThreads, defaultThreads } from "../runtime/threads.ts";
+import { UseAfterFreeError } from "../core/errors.ts";
 
 /** Attended positions are rounded up to a multiple of this, so that a decode graph serves this many steps. */
 export const KV_PAD = 256;
@@ -447,8 +448,10 @@ export class GemmaModel {
    * row-major).
    *
    * @throws {RangeError} for an empty list, a token outside the vocabulary, or more positions than the cache holds
+   * @throws {UseAfterFreeError} after {@linkcode free}
    */
   forward(tokens: ArrayLike<number>, options: ForwardOptions = {}): Float32Array {
+    this.#live("forward");
     const n = tokens.length, hp = this.hparams;
     if (n === 0) throw new RangeError("forward: no tokens");
     if (this.#nPast + n > this.nCtx) throw new RangeError(`forward: ${this.#nPast} + ${n} positions exceed the cache's ${this.nCtx}`);
@@ -643,7 +646,19 @@ export class GemmaModel {
 
   /** Frees the graphs, the scheduler, the cache, the weights and (when it made them) the backend and threadpool. */
   free(): void {
+    this.#freed = true;
     this.#release();
+  }
+
+  #freed = false;
+
+  /** Whether {@linkcode free} was called. */
+  get freed(): boolean {
+    return this.#freed;
+  }
+
+  #live(what: string): void {
+    if (this.#freed) throw new UseAfterFreeError(`GemmaModel.${what}: the model was freed`);
   }
 
   /** Frees the model (`using`). */
