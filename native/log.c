@@ -116,6 +116,9 @@ static void enqueue(int level, const char * text) {
 WSP_JS_API void wsp_js_log_dispatch(enum wsp_ggml_log_level level_in, const char * text, void * user_data) {
     (void) user_data;
     int level = (int) level_in;
+    // ggml-rpc's server logs this as an ERROR for every tensor whose buffer type has no
+    // init_tensor (the CPU's), dozens of times per model load; it is not an error: DEBUG.
+    if (level == WSP_GGML_LOG_LEVEL_ERROR && strcmp(text, "Null buffer for tensor passed to init_tensor function\n") == 0) level = WSP_GGML_LOG_LEVEL_DEBUG;
     if (level == WSP_GGML_LOG_LEVEL_CONT) level = last_level;
     else last_level = level;
     wsp_js_log_fn cb = atomic_load(&js_callback);

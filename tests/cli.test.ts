@@ -15,7 +15,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { readGguf, systemInfo, Type } from "../mod.ts";
 import { typeName } from "../src/cli/common.ts";
-import { main } from "../src/cli/main.ts";
+import { bunxOnNode, main } from "../src/cli/main.ts";
 import { gemmaModel } from "./llm_model.ts";
 import { root, type RunResult, runtimeArgs, runTsResult } from "./run.ts";
 
@@ -135,6 +135,17 @@ test("--help at the top and on every command exits 0; usage errors exit 2, run-t
   expectExit(await inProcess("gguf-info", join(tmp, "junk.gguf")), 1, "gguf-info of a corrupt file");
   expectExit(await inProcess("quantize", join(tmp, "junk.gguf"), join(tmp, "out.gguf"), "q8_0"), 1, "quantize of a corrupt file");
   expectExit(await inProcess("generate", "--prompt", "x", "--model", join(tmp, "no-such.gguf")), 1, "generate with a missing model");
+});
+
+test("bunx without --bun (Node through the shebang) says so on stderr; bun and deno, and plain node, do not", () => {
+  const bunx = { npm_lifecycle_event: "bunx", npm_config_user_agent: "bun/1.4.4 npm/? node/v24.3.0 linux x64" };
+  const onNode = (globalThis as { Bun?: unknown; Deno?: unknown }).Bun === undefined && (globalThis as { Deno?: unknown }).Deno === undefined;
+  assert.equal(bunxOnNode(bunx), onNode);
+  assert.equal(bunxOnNode({ ...bunx, npm_lifecycle_event: "start" }), false);
+  assert.equal(bunxOnNode({}), false);
+  const r = runTsResult(BIN, bunx, ["--help"]);
+  expectExit(r, 0, "--help under bunx's variables");
+  assert.equal(/bunx --bun wsp-ggml/.test(r.stderr), onNode, r.stderr);
 });
 
 test("info: the library, the CPU variant this process loads, the version and the devices", () => {

@@ -72,6 +72,16 @@ describe("logSet", () => {
     ]);
   });
 
+  test("ggml-rpc's 'Null buffer for tensor' (an ERROR for every CPU tensor a server loads, not an error) comes as DEBUG", () => {
+    const got = collect();
+    logTest(LogLevel.ERROR, "Null buffer for tensor passed to init_tensor function\n", null, false);
+    logTest(LogLevel.ERROR, "Null buffer for tensor passed to init_tensor function, and more\n", null, false);
+    assert.deepEqual(got, [
+      [LogLevel.DEBUG, "Null buffer for tensor passed to init_tensor function\n"],
+      [LogLevel.ERROR, "Null buffer for tensor passed to init_tensor function, and more\n"],
+    ]);
+  });
+
   test("a CONT is filtered with the message it continues", () => {
     const got = collect(LogLevel.WARN);
     logTest(LogLevel.INFO, "i ", "i-cont\n", false);

@@ -69,3 +69,9 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT_FAILURE;
   }
 }
+
+/** Whether this process is Node.js started by `bunx` (which sets npm's variables with a `bun/` user agent). */
+export function bunxOnNode(env: Readonly<Record<string, string | undefined>>): boolean {
+  const g = globalThis as { Bun?: unknown; Deno?: unknown };
+  return g.Bun === undefined && g.Deno === undefined && env.npm_lifecycle_event === "bunx" && (env.npm_config_user_agent ?? "").startsWith("bun/");
+}
