@@ -590,6 +590,14 @@ ctx.free();
       assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", whisper: "function" });
     });
 
+    test("deno doc npm:wsp-ggml (the README's API reference) in the project, for the package and its subpaths", () => {
+      for (const [spec, want] of [["npm:wsp-ggml", /class Context/], ["npm:wsp-ggml/llm", /class GemmaModel/], ["npm:wsp-ggml/whisper", /class WhisperModel/]] as const) {
+        const r = timed(`deno doc ${spec}`, () => run(bin("deno"), ["doc", spec], {}, cjs));
+        assert.equal(r.status, 0, `deno doc ${spec}:\n${r.stdout.slice(0, 2000)}\n${r.stderr}`);
+        assert.match(r.stdout, want, spec);
+      }
+    });
+
     test("without koffi, Node imports the package and the first call says to install koffi", () => {
       renameSync(join(cjs, "node_modules", "koffi"), join(cjs, "node_modules", ".koffi-away"));
       try {
