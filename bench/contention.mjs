@@ -32,7 +32,7 @@ const runtimes = {
   bun: [bin("bun"), ["bench/contention.ts"]],
   node: [process.execPath, ["--import", "tsx", "bench/contention.ts"]],
 };
-const threadModes = { default: [], "all CPUs": ["--threads", String(CPUS)] };
+const threadModes = { default: [], "default, poll 0": ["--poll", "0"], "all CPUs": ["--threads", String(CPUS)] };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -81,7 +81,7 @@ const lines = [
   "",
   generatedBy("bench/contention.mjs", "bench:contention", seconds, load0, loadavg()) +
     `${RUNS} rounds, sides interleaved; each process decodes up to ${TOKENS} tokens greedily through \`generate()\` (at most 20 s), Gemma 3 270M Q4_K_M, ${CPUS} CPUs. ` +
-    "Busy: a Node process spinning on one core, started 0.5 s before the model is made. Threads: the package's default (its policy, measured when the model is made) or one per CPU (the default before the policy). Tokens/s, median [range]; the 1-minute load at each process's start is in bench/contention_results.json.",
+    "Busy: a Node process spinning on one core, started 0.5 s before the model is made. Threads: the package's default (its policy, measured when the model is made), the same with the threadpool's idle threads sleeping at once (`poll: 0`, against ggml's 50), or one per CPU (the default before the policy). Tokens/s, median [range]; the 1-minute load at each process's start is in bench/contention_results.json.",
   "",
   "| runtime | threads | quiet tok/s | busy tok/s | threads taken (quiet / busy) | busy / quiet |",
   "|---|---|---|---|---|---|",

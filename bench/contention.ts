@@ -4,7 +4,7 @@
  * (or `--threads N`), timed from the first generated token to the last.
  *
  *   deno run -A bench/contention.ts | bun bench/contention.ts | node --import tsx bench/contention.ts
- *     [--model FILE] [--threads N] [--tokens 48] [--seconds 20]
+ *     [--model FILE] [--threads N] [--poll 0..100] [--tokens 48] [--seconds 20]
  *
  * Stops after `--seconds` of decoding even before `--tokens` (a collapsed side runs at
  * well under a token a second).
@@ -21,11 +21,15 @@ import { generate } from "../src/llm/generate.ts";
 import { GemmaModel } from "../src/llm/model.ts";
 import { Tokenizer } from "../src/llm/tokenizer.ts";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { model: { type: "string" }, threads: { type: "string" }, tokens: { type: "string" }, seconds: { type: "string" } } });
+const { values } = parseArgs({ args: process.argv.slice(2), options: { model: { type: "string" }, threads: { type: "string" }, poll: { type: "string" }, tokens: { type: "string" }, seconds: { type: "string" } } });
 const n = Number(values.tokens ?? 48), limitMs = Number(values.seconds ?? 20) * 1000;
 const file = readGguf(values.model ?? await ensureModel());
 const tokenizer = Tokenizer.fromGguf(file);
-using model = GemmaModel.fromGguf(file, { threads: values.threads === undefined ? undefined : Number(values.threads), nCtx: 256 });
+using model = GemmaModel.fromGguf(file, {
+  threads: values.threads === undefined ? undefined : Number(values.threads),
+  poll: values.poll === undefined ? undefined : Number(values.poll),
+  nCtx: 256,
+});
 // No stop token (an eos no id has, no control tokens), so that every run decodes n + 1 tokens.
 const endless = {
   bos: tokenizer.bos, eos: -1, vocabSize: tokenizer.vocabSize,

@@ -74,6 +74,12 @@ export interface ModelOptions {
    * package's thread policy (`defaultThreads`: the physical cores other processes leave free).
    */
   readonly threads?: number;
+  /**
+   * How long the threadpool's idle threads spin before they sleep between graphs, 0 (sleep at
+   * once) … 100 (ggml's `poll`). Default 50 (ggml's), or 0 when layers are split over RPC
+   * servers (the pool then waits on the network).
+   */
+  readonly poll?: number;
   /** Dequantize every weight to f32 after loading (the reference-accuracy mode); default false. */
   readonly dequantize?: boolean;
   /** Positions the KV cache holds (default 2048, at most the trained context). */
@@ -309,7 +315,7 @@ export class GemmaModel {
     const needCpu = options.backend ? !options.backend.isCpu : true;
     // With layers on RPC servers the pool waits on the network between its graphs: its threads
     // sleep then (poll 0) instead of spinning on cores a server on this machine may need.
-    this.#pool = needCpu ? new Threadpool({ nThreads: threads, poll: split ? 0 : undefined }) : null;
+    this.#pool = needCpu ? new Threadpool({ nThreads: threads, poll: options.poll ?? (split ? 0 : undefined) }) : null;
     let cpu: Backend | null = null;
     try {
       this.backend = options.backend ?? (device.typeName === "cpu" ? Backend.cpu({ nThreads: threads, threadpool: this.#pool! }) : device.init());
