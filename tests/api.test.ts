@@ -605,3 +605,22 @@ describe("ownership", () => {
     assert.throws(() => g.compute(), UseAfterFreeError, "the graph refers to the freed context");
   });
 });
+
+test("errors: instanceof holds for an error of a second loaded copy of the package's modules (tsx's CommonJS copy of a require()d file)", { skip: "Deno" in globalThis && "Deno's require() of TypeScript is not the case this guards" }, async () => {
+  const { createRequire } = await import("node:module");
+  const esm = await import("../src/core/errors.ts");
+  const ffiTypes = await import("../src/ffi/types.ts");
+  const req = createRequire(import.meta.url);
+  const copy = req("../src/core/errors.ts") as typeof esm;
+  const copyTypes = req("../src/ffi/types.ts") as typeof ffiTypes;
+  const e = new copy.UseAfterFreeError("x");
+  assert.ok(e instanceof esm.UseAfterFreeError && e instanceof esm.GgmlError && e instanceof Error);
+  assert.ok(!(e instanceof esm.ShapeError) && !(e instanceof esm.BusyError), "another class of the package is still told apart");
+  assert.ok(new copy.BusyError("b") instanceof esm.ArgumentError, "a subclass of the copy is an instance of the parent");
+  assert.ok(new copyTypes.SymbolNotDefinedError("s", "d") instanceof ffiTypes.SymbolNotDefinedError);
+  assert.ok(!(new Error("plain") instanceof esm.GgmlError) && !({} instanceof esm.GgmlError) && !(null instanceof esm.GgmlError));
+  // A look-alike not made by the package (no mark) is not one.
+  class UseAfterFreeError extends Error {}
+  assert.ok(!(new UseAfterFreeError() instanceof esm.UseAfterFreeError));
+  console.log(`# a second copy ${copy.GgmlError === esm.GgmlError ? "is the same module here (shared instance)" : "is a separate module instance here"}`);
+});

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { ERROR_CLASS, isErrorInstance } from "./error_class.ts";
 
 /** What kind of precondition failed. */
 export type GgmlErrorCode =
@@ -33,6 +34,12 @@ export type GgmlErrorCode =
 
 /** The base class of every error the API throws on purpose. */
 export class GgmlError extends Error {
+  /** @ignore */
+  static readonly [ERROR_CLASS] = true;
+  /** `instanceof` that also holds for an error of another loaded copy of the package (a CommonJS copy beside the ES modules). */
+  static override [Symbol.hasInstance](x: unknown): boolean {
+    return isErrorInstance(this, x);
+  }
   /** The kind of error, stable across versions. */
   readonly code: GgmlErrorCode;
   /**

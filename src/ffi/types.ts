@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { ERROR_CLASS, isErrorInstance } from "../core/error_class.ts";
 
 /** A native address as a number; `0` is NULL. */
 export type Pointer = number;
@@ -169,6 +170,12 @@ export interface CallbackOptions {
 
 /** Thrown when calling a function the library does not export. */
 export class SymbolNotDefinedError extends Error {
+  /** @ignore */
+  static readonly [ERROR_CLASS] = true;
+  /** `instanceof` that also holds for an error of another loaded copy of the package. */
+  static override [Symbol.hasInstance](x: unknown): boolean {
+    return isErrorInstance(this, x);
+  }
   /** The missing symbol. */
   readonly symbol: string;
   /**

