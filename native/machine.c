@@ -65,13 +65,13 @@ WSP_JS_API int32_t wsp_js_cpu_times(double * out) {
 #    if defined(__linux__)
     FILE * f = fopen("/proc/stat", "r");
     if (f) {
-        // cpu  user nice system idle iowait irq softirq steal (clock ticks). Niced time is not
-        // busy: a niced process (a background build) yields its core to ours whenever ours runs.
-        // Unless this process is niced itself: its own time is then in that column.
+        // cpu  user nice system idle iowait irq softirq steal (clock ticks). Niced time counts as
+        // busy: with autogroup scheduling (most Linux desktops, and this project's CI machines) a
+        // niced process in another session gets a full share of a core, measured so.
         unsigned long long v[8] = { 0 };
         if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) >= 4) {
             const double tick = (double) sysconf(_SC_CLK_TCK);
-            const double idle = (double) (v[3] + v[4] + (getpriority(PRIO_PROCESS, 0) > 0 ? 0 : v[1]));
+            const double idle = (double) (v[3] + v[4]);
             double all = 0;
             for (int i = 0; i < 8; i++) all += (double) v[i];
             out[0] = (all - idle) / tick;
@@ -86,12 +86,11 @@ WSP_JS_API int32_t wsp_js_cpu_times(double * out) {
     mach_port_t host = mach_host_self();
     if (host_statistics(host, HOST_CPU_LOAD_INFO, (host_info_t) &load, &count) == KERN_SUCCESS) {
         const double tick = (double) sysconf(_SC_CLK_TCK);
-        const double user = (double) load.cpu_ticks[CPU_STATE_USER];
-        const double nice = (double) load.cpu_ticks[CPU_STATE_NICE];
+        const double user = (double) load.cpu_ticks[CPU_STATE_USER] + (double) load.cpu_ticks[CPU_STATE_NICE];
         const double sys = (double) load.cpu_ticks[CPU_STATE_SYSTEM];
         const double idle = (double) load.cpu_ticks[CPU_STATE_IDLE];
-        out[0] = (user + sys + (getpriority(PRIO_PROCESS, 0) > 0 ? nice : 0)) / tick; // niced time as on Linux
-        out[1] = (user + nice + sys + idle) / tick;
+        out[0] = (user + sys) / tick;
+        out[1] = (user + sys + idle) / tick;
         ok = 1;
     }
     mach_port_deallocate(mach_task_self(), host);

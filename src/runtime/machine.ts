@@ -12,7 +12,7 @@ import { ffi, keepAlive, library } from "./loader.ts";
 
 /** One reading of the CPU-time counters, in seconds. */
 export interface CpuTimes {
-  /** CPU time every core has spent busy, all processes, since boot (niced processes' time left out, as idle: they yield to this one, unless it is niced too). */
+  /** CPU time every core has spent busy, all processes, since boot. */
   readonly busy: number;
   /** CPU time in all (busy + idle), summed over the cores. */
   readonly all: number;

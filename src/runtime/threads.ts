@@ -10,8 +10,7 @@
  * busy: 0.5 tokens/s with 2 threads against 27 with 1). So the default is the
  * physical cores this process may use minus the cores that other processes
  * keep busy, measured from the machine's CPU-time counters (./machine.ts),
- * and never less than 1. Niced processes do not count: they yield their core
- * to this one's threads.
+ * and never less than 1.
  *
  * @module
  */
