@@ -98,8 +98,13 @@ test("reads every KV type, tensor info and tensor of a file Python wrote", () =>
   }
   const { context, tensors } = f.loadTensors();
   try {
+    // require: the tensor itself, or a GgufError naming what is missing and the closest loaded names.
+    const first = expect.tensors[0].name;
+    assert.equal(tensors.require(first), tensors.get(first));
+    assert.throws(() => tensors.require(`${first}.missing`), (e: unknown) =>
+      e instanceof GgufError && e.reason === "NOT_FOUND" && e.message.includes(`no tensor "${first}.missing"`) && e.message.includes(`closest: "${first}"`));
     for (const e of expect.tensors) {
-      const t = tensors.get(e.name)!;
+      const t = tensors.require(e.name);
       assert.equal(t.type, Type[e.type]);
       assert.deepEqual(t.shape.slice(0, e.shape.length), e.shape);
       assert.deepEqual(Array.from(tensorValues(t)), e.values.map(Math.fround), e.name);

