@@ -3,51 +3,9 @@
 // libwsp-ggml as the reference side of bench/llm_run.mjs (`zig build llama-bench`).
 //
 // One call is redirected, because this build differs from upstream's where the tool meets it:
-// wsp_ggml_backend_load_all searches the executable's folder and the working directory; the CPU
-// variants are installed in ../lib beside bin/, so that folder is searched too (as
-// native/rpc/upstream_server.cpp does).
-#include "ggml-backend.h"
+// wsp_ggml_backend_load_all also searches ../lib, where the CPU variants are installed
+// (native/upstream_load.h, as for native/rpc/upstream_server.cpp).
+#include "../upstream_load.h"
 
-#include <filesystem>
-#include <string>
-#include <system_error>
-
-#if defined(__APPLE__)
-#    include <mach-o/dyld.h>
-#elif defined(_WIN32)
-#    include <windows.h>
-#endif
-
-static std::filesystem::path wsp_llama_bench_exe_dir() {
-#if defined(__APPLE__)
-    char buf[4096];
-    uint32_t size = sizeof(buf);
-    if (_NSGetExecutablePath(buf, &size) == 0) {
-        return std::filesystem::path(buf).parent_path();
-    }
-    return {};
-#elif defined(_WIN32)
-    wchar_t buf[MAX_PATH];
-    DWORD n = GetModuleFileNameW(nullptr, buf, MAX_PATH);
-    return n > 0 && n < MAX_PATH ? std::filesystem::path(buf).parent_path() : std::filesystem::path();
-#else
-    std::error_code ec;
-    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::filesystem::path() : p.parent_path();
-#endif
-}
-
-static void wsp_llama_bench_load_all() {
-    wsp_ggml_backend_load_all();
-    if (wsp_ggml_backend_dev_count() > 0) {
-        return;
-    }
-    const auto lib = wsp_llama_bench_exe_dir() / ".." / "lib";
-    std::error_code ec;
-    if (std::filesystem::is_directory(lib, ec)) {
-        wsp_ggml_backend_load_all_from_path(lib.string().c_str());
-    }
-}
-
-#define wsp_ggml_backend_load_all wsp_llama_bench_load_all
+#define wsp_ggml_backend_load_all wsp_upstream_load_all
 #include "tools/llama-bench/llama-bench.cpp"
