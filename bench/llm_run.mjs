@@ -16,7 +16,10 @@
 // processes' medians [range]; each ratio is side / llama-bench (≥ 1: faster).
 //
 //   node bench/llm_run.mjs [--rounds 3] [--reps 5] [--threads 1,2] [--sides llama-bench,node-llama-cpp,deno,bun,node]
-//                          [--no-build] [--no-write]
+//                          [--cmake] [--no-build] [--no-write]
+//
+// --cmake adds the side llama-bench-cmake: the same llama-bench built by CMake and the system
+// compiler with GGML_NATIVE=ON, no OpenMP, over llama.cpp's own ggml (bench/llama_cmake.mjs).
 //
 // Writes the "Real model" section of bench/RESULTS.md (between its markers; bench/run.mjs keeps
 // the section when it rewrites the file) and bench/llm_results.json.
@@ -35,7 +38,7 @@ const THREADS = opt("--threads", "1,2").split(",").map(Number);
 const bin = (name) => join(root, "node_modules", ".bin", name);
 const started = Date.now();
 const FIGS = ["pp128", "pp512", "tg128", "gen128"];
-const REF = "llama-bench";
+const REF = "llama-bench", CMAKE = "llama-bench-cmake";
 const llamaBench = join(root, "zig-out", "bin", process.platform === "win32" ? "wsp-llama-bench.exe" : "wsp-llama-bench");
 const gnuTime = "/usr/bin/time";
 
@@ -46,12 +49,13 @@ const log = (m) => process.stderr.write(`[bench:llm ${((Date.now() - started) / 
 
 const sides = {
   [REF]: null,
+  [CMAKE]: null,
   "node-llama-cpp": [process.execPath, ["bench/llm_peer.mjs"]],
   deno: [bin("deno"), ["run", "-A", "bench/llm.ts"]],
   bun: [bin("bun"), ["bench/llm.ts"]],
   node: [process.execPath, ["--import", "tsx", "bench/llm.ts"]],
 };
-const names = opt("--sides", Object.keys(sides).join(",")).split(",");
+const names = opt("--sides", [REF, ...(argv.includes("--cmake") ? [CMAKE] : []), "node-llama-cpp", "deno", "bun", "node"].join(",")).split(",");
 for (const n of names) if (!(n in sides)) throw new Error(`unknown side ${n} (known: ${Object.keys(sides)})`);
 
 const median = (xs) => {
@@ -61,11 +65,11 @@ const median = (xs) => {
 const round1 = (x) => Math.round(x * 10) / 10;
 
 /** llama-bench's JSON: one entry per test; tokens/s per sample in samples_ts. */
-function runLlamaBench(model, threads) {
+function runLlamaBench(exe, model, threads) {
   const args = ["-m", model, "-p", "128,512", "-n", "128", "-t", String(threads), "-r", REPS, "-fa", "0", "-ctk", "f16", "-ctv", "f16", "-o", "json"];
   // GNU time gives the peak RSS of the child (the mapped model included), as the other sides report theirs.
   const timed = existsSync(gnuTime);
-  const [cmd, a] = timed ? [gnuTime, ["-f", "wsp-maxrss-kb=%M", llamaBench, ...args]] : [llamaBench, args];
+  const [cmd, a] = timed ? [gnuTime, ["-f", "wsp-maxrss-kb=%M", exe, ...args]] : [exe, args];
   const r = spawnSync(cmd, a, { cwd: root, encoding: "utf8", timeout: 900_000, maxBuffer: 1 << 26 });
   if (r.status !== 0) throw new Error(`llama-bench failed (${r.status ?? r.signal}): ${(r.stderr ?? "").trim().split("\n").slice(-5).join(" / ")}`);
   const tests = JSON.parse(r.stdout);
@@ -74,7 +78,8 @@ function runLlamaBench(model, threads) {
   const rss = /wsp-maxrss-kb=(\d+)/.exec(r.stderr ?? "");
   const t0 = tests[0];
   return {
-    peer: `llama.cpp's llama-bench b${t0.build_number} (${t0.build_commit}) built by zig with libwsp-ggml's flags`,
+    peer: exe === llamaBench ? `llama.cpp's llama-bench b${t0.build_number} (${t0.build_commit}) built by zig with libwsp-ggml's flags`
+      : `llama.cpp's llama-bench b${t0.build_number} (${t0.build_commit}), CMake + system compiler, GGML_NATIVE=ON, no OpenMP, its own ggml`,
     threads, reps: Number(REPS), type_k: t0.type_k, type_v: t0.type_v, flash_attn: t0.flash_attn, n_batch: t0.n_batch, n_ubatch: t0.n_ubatch,
     pp128: fig(pick(128, 0)), pp512: fig(pick(512, 0)), tg128: fig(pick(0, 128)),
     peakRssMiB: rss ? round1(Number(rss[1]) / 1024) : NaN,
@@ -83,7 +88,8 @@ function runLlamaBench(model, threads) {
 }
 
 function runSide(name, model, threads) {
-  if (name === REF) return runLlamaBench(model, threads);
+  if (name === REF) return runLlamaBench(llamaBench, model, threads);
+  if (name === CMAKE) return runLlamaBench(cmakeBench, model, threads);
   const [cmd, args] = sides[name];
   const r = spawnSync(cmd, [...args, "--threads", String(threads), "--reps", REPS], { cwd: root, encoding: "utf8", timeout: 900_000 });
   const line = (r.stdout ?? "").trim().split("\n").filter((l) => l.startsWith("{")).pop();
@@ -97,6 +103,14 @@ if (names.includes(REF) && !argv.includes("--no-build")) {
   if (b.status !== 0) throw new Error("zig build llama-bench failed (run `node scripts/vendor.mjs` first if vendor/llama/ is missing)");
 }
 if (names.includes(REF) && !existsSync(llamaBench)) throw new Error(`${llamaBench} is missing: run \`node scripts/zig.mjs build llama-bench\``);
+
+let cmakeBench;
+if (names.includes(CMAKE)) {
+  log("building (once) llama-bench with CMake (node bench/llama_cmake.mjs)");
+  const c = spawnSync(process.execPath, ["bench/llama_cmake.mjs"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  if (c.status !== 0) throw new Error("bench/llama_cmake.mjs failed: run without --cmake");
+  cmakeBench = c.stdout.trim().split("\n").pop();
+}
 
 // The model is fetched once here, not raced by the first processes.
 log("fetching the model if needed");
@@ -145,6 +159,7 @@ const lines = [
   "",
   `Reference: **llama.cpp's llama-bench b6673 built by zig with libwsp-ggml's flags** (\`zig build llama-bench\`: llama.cpp's code compiled into the program, ggml = the same libwsp-ggml and CPU variant the binding loads), ` +
     `\`-p 128,512 -n 128 -t T -r ${REPS} -fa 0\`, f16 KV cache, n_batch 2048 / n_ubatch 512; its figure is the median of its samples (\`samples_ts\`). ` +
+    (names.includes(CMAKE) ? "llama-bench-cmake: the same llama-bench built by CMake with the system compiler, `GGML_NATIVE=ON`, no OpenMP, over llama.cpp b6673's own ggml (`bench/llama_cmake.mjs`). " : "") +
     `Second peer: node-llama-cpp 3.14.0's prebuilt CPU binary (llama.cpp b6673 with its own ggml build, \`bench/llm_peer.mjs\`). ` +
     "pp = a prompt of N tokens from an empty cache in one batch; tg128 = 128 one-token decodes from an empty cache (llama-bench: random ids; the binding and node-llama-cpp: greedy from BOS); " +
     "gen128 = the binding's public `generate()` with greedy sampling from BOS, 128 tokens, wall time of the whole async iteration. tokens/s, median of the processes' medians [range]; ratio = side / llama-bench (≥ 1: faster).",
@@ -159,7 +174,7 @@ for (const t of THREADS) {
     const s = summary[t][name];
     const cell = (f) => (s[f] === undefined ? "—" : `${fmt(s[f])} [${fmt(s.range[f][0])}–${fmt(s.range[f][1])}]`);
     const ratio = (f, rf = f) => (name === REF || s[f] === undefined || !ref?.[rf] ? "—" : `**${(s[f] / ref[rf]).toFixed(2)}**`);
-    const label = name === REF ? "llama-bench (reference)" : name === "node-llama-cpp" ? "node-llama-cpp 3.14.0" : s.about;
+    const label = name === REF ? "llama-bench (reference)" : name === CMAKE ? "llama-bench, CMake + system compiler, -march=native" : name === "node-llama-cpp" ? "node-llama-cpp 3.14.0" : s.about;
     lines.push(`| ${label} | ${cell("pp128")} | ${cell("pp512")} | ${cell("tg128")} | ${cell("gen128")} | ${Number.isNaN(s.peakRssMiB) ? "—" : s.peakRssMiB.toFixed(0)} | ${ratio("pp128")} | ${ratio("pp512")} | ${ratio("tg128")} | ${ratio("gen128", "tg128")} |`);
   }
 }
