@@ -98,8 +98,7 @@ async function gen(n: number): Promise<{ samples: number[]; perToken: Record<str
     model.stats = fresh();
     const g = generate(model, tokenizer, [bos], { maxTokens: n, temperature: 0 });
     const t0 = performance.now();
-    count = 0;
-    for await (const piece of g) if (piece.id >= 0) count++;
+    for await (const _piece of g) { /* the pieces are the public path's work; only the time counts */ }
     const s = (performance.now() - t0) / 1000;
     if (r > 0) samples.push(g.stats.generatedTokens / s);
     stop = g.stats.stop;
