@@ -9,6 +9,7 @@
 //!   zig build whisper-driver  the C whisper driver (native/whisper/driver.c) → zig-out/bin/wsp-whisper-driver
 //!   zig build score-probes    score-only CPU variants, one feature each (tests/cpu_variant.test.ts) → zig-out/score-probes/
 //!   zig build rpc-upstream    llama.cpp's rpc-server (second pin) → zig-out/bin/wsp-rpc-server-upstream
+//!   zig build llama-bench     llama.cpp's llama-bench (second pin) → zig-out/bin/wsp-llama-bench
 //!   zig build rpc-client      the C RPC client (native/rpc/client.c) → zig-out/bin/wsp-rpc-client
 //!
 //! Layout of one target folder:
@@ -253,6 +254,19 @@ pub fn build(b: *std.Build) !void {
     const rpc_client_step = b.step("rpc-client", "The C RPC client (native/rpc/client.c) into zig-out/bin/wsp-rpc-client");
     rpc_client_step.dependOn(&b.addInstallArtifact(rpcPeer(b, target, opts.optimize, host.base, "wsp-rpc-client", "native/rpc/client.c"), .{}).step);
     rpc_client_step.dependOn(b.getInstallStep());
+
+    // zig build llama-bench: llama.cpp b6673's llama-bench (second pin, vendor/llama/), the
+    // reference side of bench/llm_run.mjs. llama.cpp's own code is compiled into the program; its
+    // ggml is the host base library and CPU variants of the default build (same sources, same
+    // flags), found in ../lib by rpath and loaded through ggml's registry. Nothing else depends on it.
+    const llama_bench_step = b.step("llama-bench", "llama.cpp's llama-bench (native/llama/bench.cpp) into zig-out/bin/wsp-llama-bench");
+    if (pathExists(b, "vendor/llama/tools/llama-bench/llama-bench.cpp")) {
+        const lb = llamaBench(b, target, opts.optimize, host.base);
+        llama_bench_step.dependOn(&b.addInstallArtifact(lb, .{}).step);
+    } else {
+        llama_bench_step.dependOn(&b.addFail("vendor/llama/ is missing: run `node scripts/vendor.mjs`").step);
+    }
+    llama_bench_step.dependOn(b.getInstallStep());
 
     // zig build dist / smoke-dist: every release target, cross-compiled from this machine.
     const dist = b.step("dist", "Cross-compile every release target into zig-out/dist/<target>/");
@@ -696,4 +710,41 @@ fn benchLibrary(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.b
     if (target.result.os.tag == .linux) mod.addRPathSpecial("$ORIGIN/../lib");
     if (target.result.os.tag.isDarwin()) mod.addRPathSpecial("@loader_path/../lib");
     return b.addLibrary(.{ .name = name, .linkage = .dynamic, .root_module = mod });
+}
+
+/// llama.cpp b6673 (src/, common's common.cpp and log.cpp) and its llama-bench tool, laid out in
+/// vendor/llama/, with native/llama/'s build info and compat shim, linked against the base library.
+fn llamaBench(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode, base: *std.Build.Step.Compile) *std.Build.Step.Compile {
+    const mod = b.createModule(.{ .target = target, .optimize = optimize, .strip = optimize != .Debug, .link_libc = true, .link_libcpp = true });
+    addCommon(b, mod, target.result.os.tag);
+    for ([_][]const u8{ "native/llama", "vendor/llama", "vendor/llama/include", "vendor/llama/src", "vendor/llama/common" }) |d| mod.addIncludePath(b.path(d));
+    // An absolute path: zig's cache check does not resolve a forced include through -I.
+    const cxx_flags = common_cxx_flags ++ [_][]const u8{ "-include", b.pathFromRoot("native/llama/compat.h") };
+    var srcs: std.ArrayList([]const u8) = .empty;
+    var dir = b.build_root.handle.openDir("vendor/llama/src", .{ .iterate = true }) catch @panic("vendor/llama/src");
+    defer dir.close();
+    var it = dir.iterate();
+    while (it.next() catch @panic("vendor/llama/src")) |e| {
+        if (e.kind == .file and std.mem.endsWith(u8, e.name, ".cpp")) srcs.append(b.allocator, b.fmt("src/{s}", .{e.name})) catch @panic("OOM");
+    }
+    std.mem.sort([]const u8, srcs.items, {}, struct {
+        fn lt(_: void, x: []const u8, y: []const u8) bool {
+            return std.mem.lessThan(u8, x, y);
+        }
+    }.lt);
+    srcs.append(b.allocator, "common/common.cpp") catch @panic("OOM");
+    srcs.append(b.allocator, "common/log.cpp") catch @panic("OOM");
+    mod.addCSourceFiles(.{ .root = b.path("vendor/llama"), .files = srcs.items, .flags = &cxx_flags });
+    mod.addCSourceFiles(.{ .root = b.path("native/llama"), .files = &.{ "bench.cpp", "build-info.cpp" }, .flags = &cxx_flags });
+    mod.addCSourceFile(.{ .file = b.path("native/llama/compat.c"), .flags = &common_c_flags });
+    mod.linkLibrary(base);
+    switch (target.result.os.tag) {
+        .linux => {
+            mod.addRPathSpecial("$ORIGIN/../lib");
+            mod.linkSystemLibrary("dl", .{});
+        },
+        .macos => mod.addRPathSpecial("@loader_path/../lib"),
+        else => {},
+    }
+    return b.addExecutable(.{ .name = "wsp-llama-bench", .root_module = mod });
 }

@@ -6,8 +6,13 @@
  * Beside each figure, where the time went (graph builds, scheduler allocations, inputs,
  * compute, logits read, arg-max), from the model's own counters.
  *
+ * gen128: the public path, `generate(model, tokenizer, [BOS], { maxTokens: 128, temperature: 0 })`
+ * (greedy sampling, the async iterator, its yield to the event loop between tokens), the wall
+ * time of the whole iteration: one prompt decode of BOS and 127 one-token decodes, as tg128.
+ * It stops early only on EOS / <end_of_turn> (the JSON says how many tokens and why).
+ *
  *   deno run -A bench/llm.ts | bun bench/llm.ts | node --import tsx bench/llm.ts
- *     [--model FILE] [--threads 2] [--reps 5] [--only pp128,pp512,tg128]
+ *     [--model FILE] [--threads 2] [--reps 5] [--only pp128,pp512,tg128,gen128]
  *
  * Prints one JSON line. bench/llm_run.mjs runs it on every runtime, interleaved with the peer.
  *
@@ -17,16 +22,17 @@ import process from "node:process";
 import { parseArgs } from "node:util";
 import { readGguf, systemInfo } from "../mod.ts";
 import { ensureModel } from "../src/llm/fetch.ts";
-import { peakRss } from "../src/llm/generate.ts";
+import { generate, peakRss } from "../src/llm/generate.ts";
 import { type ForwardStats, GemmaModel } from "../src/llm/model.ts";
 import { argmax } from "../src/llm/sampler.ts";
+import { Tokenizer } from "../src/llm/tokenizer.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
   options: { model: { type: "string" }, threads: { type: "string" }, reps: { type: "string" }, only: { type: "string" } },
 });
 const threads = Number(values.threads ?? 2), reps = Number(values.reps ?? 5);
-const only = (values.only ?? "pp128,pp512,tg128").split(",");
+const only = (values.only ?? "pp128,pp512,tg128,gen128").split(",");
 
 /** Deterministic ordinary token ids (32-bit LCG): bench/llm_peer.mjs's `tokens`. */
 function tokens(n: number, seed: number): number[] {
@@ -83,10 +89,36 @@ const tg = (n: number) =>
     return argmaxMs;
   });
 
-const results: Record<string, ReturnType<typeof pp>> = {};
+/** generate()'s own path, greedy: tokens/s over the wall time of the whole iteration. */
+async function gen(n: number): Promise<{ samples: number[]; perToken: Record<string, number>; stop: string; tokens: number }> {
+  const tokenizer = Tokenizer.fromGguf(file);
+  const samples: number[] = [];
+  let stop = "", count = 0, perToken: Record<string, number> = {};
+  for (let r = 0; r <= reps; r++) {
+    model.stats = fresh();
+    const g = generate(model, tokenizer, [bos], { maxTokens: n, temperature: 0 });
+    const t0 = performance.now();
+    for await (const _piece of g) { /* the pieces are the public path's work; only the time counts */ }
+    const s = (performance.now() - t0) / 1000;
+    if (r > 0) samples.push(g.stats.generatedTokens / s);
+    stop = g.stats.stop;
+    count = g.stats.generatedTokens;
+    const st = model.stats;
+    perToken = { totalMs: (s * 1000) / count, computeMs: st.computeMs / count, buildMs: st.buildMs / count, allocMs: st.allocMs / count, inputMs: st.inputMs / count, outputMs: st.outputMs / count, argmaxMs: 0, graphsBuilt: st.graphsBuilt, allocs: st.allocs };
+  }
+  return { samples, stop, tokens: count, perToken: Object.fromEntries(Object.entries(perToken).map(([k, v]) => [k, Math.round(v * 1000) / 1000])) };
+}
+
+const results: Record<string, { samples: number[]; perToken: Record<string, number> }> = {};
 if (only.includes("pp128")) results.pp128 = pp(128);
 if (only.includes("pp512")) results.pp512 = pp(512);
 if (only.includes("tg128")) results.tg128 = tg(128);
+let genInfo: { stop: string; tokens: number } | undefined;
+if (only.includes("gen128")) {
+  const g = await gen(128);
+  results.gen128 = g;
+  genInfo = { stop: g.stop, tokens: g.tokens };
+}
 const info = systemInfo();
 console.log(JSON.stringify({
   runtime: `${info.runtime.name} ${info.runtime.version}`,
@@ -95,6 +127,7 @@ console.log(JSON.stringify({
   reps,
   ...Object.fromEntries(Object.entries(results).map(([k, v]) => [k, round(median(v.samples))])),
   peakRssMiB: round(peakRss() / 2 ** 20),
+  gen128Info: genInfo,
   samples: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.samples.map(round)])),
   perToken: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.perToken])),
 }));

@@ -29,7 +29,14 @@ export function secondPinFiles(treeFiles) {
   // llama.cpp's rpc-server program, built only as an interop peer (zig build rpc-upstream); laid
   // out beside vendor/ggml/ (placeOf), where ggml's inventories (codegen/asserts.ts) do not read it.
   put("tools/rpc/rpc-server.cpp", "tools/rpc/rpc-server.cpp");
+  // llama.cpp itself (src/, include/, the two files of common/ that llama-bench uses) and its
+  // llama-bench tool, built only as the reference of bench/llm_run.mjs (zig build llama-bench);
+  // laid out in vendor/llama/ (placeOf), away from ggml's inventories.
+  for (const f of ["include/llama.h", "include/llama-cpp.h", "common/common.cpp", "common/common.h", "common/log.cpp", "common/log.h", "tools/llama-bench/llama-bench.cpp"]) {
+    put(f, "llama/" + f);
+  }
   for (const f of treeFiles) {
+    if (/^src\/[^/]+\.(cpp|h)$/.test(f)) put(f, "llama/" + f);
     if (f.startsWith("ggml/src/ggml-vulkan/") && !f.endsWith("CMakeLists.txt") && !f.includes("/cmake/")) {
       put(f, f.slice("ggml/src/".length));
     }
@@ -59,10 +66,12 @@ export function isRenamed(to) {
 }
 
 /**
- * Where a laid-out file goes: llama.cpp's tools/ into vendor/llama-tools/ (beside outDir, which
- * its own .gitignore keeps out of git), everything else under outDir.
+ * Where a laid-out file goes: llama.cpp's tools/ into vendor/llama-tools/ and llama.cpp itself
+ * (keys llama/...) into vendor/llama/ (beside outDir, each kept out of git by its own
+ * .gitignore), everything else under outDir.
  */
 export function placeOf(outDir, f) {
+  if (f.startsWith("llama/")) return path.join(outDir, "..", f);
   return f.startsWith("tools/") ? path.join(outDir, "..", "llama-" + f) : path.join(outDir, f);
 }
 
@@ -143,7 +152,7 @@ export function layOutSecondPin({ root, outDir, manifest, check = false, fail })
     return !fs.existsSync(p) || sha256(fs.readFileSync(p)) !== pin.files[f];
   });
   if (stale.length === 0) {
-    console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml and vendor/llama-tools`);
+    console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml, vendor/llama-tools and vendor/llama`);
     return want;
   }
   if (check) fail(`${stale.length} files of the second pin are missing or differ (first: ${stale[0]}); run \`node scripts/vendor.mjs\``);
@@ -157,9 +166,10 @@ export function layOutSecondPin({ root, outDir, manifest, check = false, fail })
     const p = placeOf(outDir, f);
     fs.mkdirSync(path.dirname(p), { recursive: true });
     if (f.startsWith("tools/")) ignoreFolder(path.join(outDir, "..", "llama-tools"));
+    if (f.startsWith("llama/")) ignoreFolder(path.join(outDir, "..", "llama"));
     fs.writeFileSync(p, files.get(f));
   }
-  console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml and vendor/llama-tools (${stale.length} written)`);
+  console.log(`vendor: ${pin.package} ${pin.version} (llama.cpp ${pin.bundle.commit.slice(0, 7)}) verified, ${want.length} files in vendor/ggml, vendor/llama-tools and vendor/llama (${stale.length} written)`);
   return want;
 }
 
