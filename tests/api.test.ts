@@ -618,7 +618,7 @@ test("errors: instanceof holds for an error of a second loaded copy of the packa
   assert.ok(!(e instanceof esm.ShapeError) && !(e instanceof esm.BusyError), "another class of the package is still told apart");
   assert.ok(new copy.BusyError("b") instanceof esm.ArgumentError, "a subclass of the copy is an instance of the parent");
   assert.ok(new copyTypes.SymbolNotDefinedError("s", "d") instanceof ffiTypes.SymbolNotDefinedError);
-  assert.ok(!(new Error("plain") instanceof esm.GgmlError) && !({} instanceof esm.GgmlError) && !(null instanceof esm.GgmlError));
+  assert.ok(!(new Error("plain") instanceof esm.GgmlError) && !({} instanceof esm.GgmlError) && !((null as unknown) instanceof esm.GgmlError));
   // A look-alike not made by the package (no mark) is not one.
   class UseAfterFreeError extends Error {}
   assert.ok(!(new UseAfterFreeError() instanceof esm.UseAfterFreeError));
