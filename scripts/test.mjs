@@ -44,7 +44,6 @@ function strip(s) {
   return s.replace(/\x1b\[[0-9;]*m/g, "");
 }
 
-/** Runs a command with its output streamed through and captured. */
 /** Runs a command, its output streamed (or, with `opts.buffered: title`, printed whole under that title when it ends, for runs side by side). */
 function run(cmd, cmdArgs, opts = {}) {
   return new Promise((resolve) => {
@@ -207,9 +206,9 @@ async function variantSuite() {
       add(v, await nodeTest(v, group), Date.now() - t);
     }
   }
-  // Slowest first (the list is best first), so that the last job to start is a short one.
   if (variants.length === 0) return;
   const withC = variants[0];
+  // Slowest first (the list is best first), so that the last job to start is a short one.
   const queue = [...variants].reverse();
   heading(`numerics: Whisper's transcripts on ${queue.join(", ")}, two variants at a time (Node; whisper.cpp's C driver beside ${withC})`);
   const worker = async () => {
