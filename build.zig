@@ -10,6 +10,7 @@
 //!   zig build score-probes    score-only CPU variants, one feature each (tests/cpu_variant.test.ts) → zig-out/score-probes/
 //!   zig build rpc-upstream    llama.cpp's rpc-server (second pin) → zig-out/bin/wsp-rpc-server-upstream
 //!   zig build llama-bench     llama.cpp's llama-bench (second pin) → zig-out/bin/wsp-llama-bench
+//!   zig build whisper-cli     whisper.cpp's CLI (third pin) → zig-out/bin/wsp-whisper-cli
 //!   zig build rpc-client      the C RPC client (native/rpc/client.c) → zig-out/bin/wsp-rpc-client
 //!
 //! Layout of one target folder:
@@ -267,6 +268,28 @@ pub fn build(b: *std.Build) !void {
         llama_bench_step.dependOn(&b.addFail("vendor/llama/ is missing: run `node scripts/vendor.mjs`").step);
     }
     llama_bench_step.dependOn(b.getInstallStep());
+
+    // zig build whisper-cli: whisper.cpp's own CLI program (third pin, vendor/whisper-cli/), the
+    // reference side of bench/whisper_run.mjs, linked against the host libwsp-whisper and
+    // libwsp-ggml (found in ../lib by rpath, as the C driver). Nothing else depends on it.
+    const wcli_step = b.step("whisper-cli", "whisper.cpp's CLI (native/whisper/cli.cpp) into zig-out/bin/wsp-whisper-cli");
+    if (pathExists(b, "vendor/whisper-cli/cli/cli.cpp")) {
+        const mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .link_libcpp = true });
+        addCommon(b, mod, target.result.os.tag);
+        addWhisperIncludes(b, mod);
+        mod.addIncludePath(b.path("vendor/whisper-cli"));
+        mod.addCMacro("WHISPER_SHARED", "1");
+        mod.addCSourceFiles(.{ .root = b.path("vendor/whisper-cli"), .files = &.{ "common.cpp", "common-whisper.cpp", "grammar-parser.cpp" }, .flags = &common_cxx_flags });
+        mod.addCSourceFile(.{ .file = b.path("native/whisper/cli.cpp"), .flags = &common_cxx_flags });
+        mod.linkLibrary(host.base);
+        mod.linkLibrary(host.whisper);
+        if (target.result.os.tag == .linux) mod.addRPathSpecial("$ORIGIN/../lib");
+        if (target.result.os.tag.isDarwin()) mod.addRPathSpecial("@loader_path/../lib");
+        wcli_step.dependOn(&b.addInstallArtifact(b.addExecutable(.{ .name = "wsp-whisper-cli", .root_module = mod }), .{}).step);
+    } else {
+        wcli_step.dependOn(&b.addFail("vendor/whisper-cli/ is missing: run `node scripts/vendor.mjs`").step);
+    }
+    wcli_step.dependOn(b.getInstallStep());
 
     // zig build dist / smoke-dist: every release target, cross-compiled from this machine.
     const dist = b.step("dist", "Cross-compile every release target into zig-out/dist/<target>/");

@@ -4,6 +4,11 @@
 // espeak-ng clips of scripts/speech.mjs, on every side with the same converted model file, the
 // same audio, the same thread count, greedy decoding, language "en" and flash attention set alike:
 //
+//   - the reference: whisper.cpp's own CLI program (examples/cli/cli.cpp of whisper.cpp 1.9.1, the
+//     third pin, built by `zig build whisper-cli` against the same libwsp-whisper / libwsp-ggml:
+//     zig-out/bin/wsp-whisper-cli), `-bs 1` (greedy, as the others), `-ng`; its time is the sum of
+//     its own whisper_print_timings stages (mel, sample, encode, decode, batchd, prompt), one
+//     process per run;
 //   - the binding (bench/whisper.ts) on Deno, Bun and Node: `Transcript.elapsedMs` (whisper.cpp's
 //     run alone) and the wall time of the whole `transcribe()` promise;
 //   - C: whisper.cpp called by native/whisper/driver.c (zig-out/bin/wsp-whisper-driver, the same
@@ -19,7 +24,7 @@
 // peers' are shown beside it.
 //
 //   node bench/whisper_run.mjs [--rounds 3] [--reps 2] [--peer-reps 1] [--threads 1]
-//     [--flash-attn 0|1] [--clips paragraph,long] [--only c,deno,bun,node,pywhispercpp,whisper.node]
+//     [--flash-attn 0|1] [--clips paragraph,long] [--only whisper-cli,c,deno,bun,node,pywhispercpp,whisper.node]
 //     [--no-build] [--no-write]
 //
 // --reps: transcriptions of each clip per process and round (C: processes); --peer-reps: the same
@@ -39,7 +44,7 @@ const opt = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] 
 const ROUNDS = Number(opt("--rounds", "3")), REPS = Number(opt("--reps", "2")), PEER_REPS = Number(opt("--peer-reps", "1"));
 const THREADS = Number(opt("--threads", "1")), FLASH = opt("--flash-attn", "0") === "0" ? "0" : "1";
 const CLIPS = opt("--clips", "paragraph,long").split(",");
-const ONLY = opt("--only", "c,deno,bun,node,pywhispercpp,whisper.node").split(",");
+const ONLY = opt("--only", "whisper-cli,c,deno,bun,node,pywhispercpp,whisper.node").split(",");
 const bin = (name) => join(root, "node_modules", ".bin", name);
 const started = Date.now();
 const exe = process.platform === "win32" ? ".exe" : "";
@@ -50,6 +55,7 @@ const VENV = join(root, ".cache", "bench-whisper-venv");
 const VENV_PY = join(VENV, process.platform === "win32" ? "Scripts/python.exe" : "bin/python");
 const NODE_PEER = join(root, ".cache", "whisper-node-peer");
 const DRIVER = join(root, "zig-out", "bin", `wsp-whisper-driver${exe}`);
+const CLI = join(root, "zig-out", "bin", `wsp-whisper-cli${exe}`);
 
 /** The markers of the section this script owns in bench/RESULTS.md. */
 const BEGIN = "<!-- whisper:begin (bench/whisper_run.mjs) -->", END = "<!-- whisper:end -->";
@@ -73,6 +79,12 @@ if (!argv.includes("--no-build")) {
   if (b.status !== 0) why.c = `zig build whisper-driver failed (${b.status ?? b.signal})`;
 }
 if (!existsSync(DRIVER)) why.c ??= "zig-out/bin/wsp-whisper-driver is not built";
+if (ONLY.includes("whisper-cli") && !argv.includes("--no-build")) {
+  log("node scripts/zig.mjs build whisper-cli");
+  const b = spawnSync(process.execPath, ["scripts/zig.mjs", "build", "whisper-cli"], { cwd: root, stdio: "inherit" });
+  if (b.status !== 0) why["whisper-cli"] = `zig build whisper-cli failed (${b.status ?? b.signal}); run \`node scripts/vendor.mjs\` if vendor/whisper-cli/ is missing`;
+}
+if (!existsSync(CLI)) why["whisper-cli"] ??= "zig-out/bin/wsp-whisper-cli is not built";
 
 log("the model (ensureWhisperModel q8_0) and the speech clips");
 const prep = spawnSync(process.execPath, ["--import", "tsx", "-e", `
@@ -124,6 +136,7 @@ const wavs = clips.map((c) => c.path);
 const common = ["--threads", String(THREADS), "--flash-attn", FLASH];
 const ts = (cmd, pre) => ({ cmd, args: [...pre, "bench/whisper.ts", "--model", model, ...common, "--reps", String(REPS), ...wavs] });
 const sides = {
+  "whisper-cli": null, // one process per clip and run, below
   c: null, // one process per clip and run, below
   deno: ts(bin("deno"), ["run", "-A"]),
   bun: ts(bin("bun"), []),
@@ -159,6 +172,35 @@ function runC() {
   return out;
 }
 
+/**
+ * whisper.cpp's CLI: one process per clip and run. Its time is the sum of its own stage timings
+ * (mel, sample, encode, decode, batchd, prompt): the kernels' time, without the state set-up,
+ * the WAV read and the printing that its total carries (kept as totalLessLoadMs).
+ */
+function runCli() {
+  const out = { clips: [] };
+  const seg = /^\[\d\d:\d\d:\d\d\.\d{3} --> \d\d:\d\d:\d\d\.\d{3}\]  (.*)$/;
+  for (const c of clips) {
+    const ms = [], wall = [], totalLessLoad = [];
+    let text = "";
+    for (let r = 0; r < REPS; r++) {
+      const args = ["-m", model, "-f", c.path, "-t", String(THREADS), "-l", "en", "-bs", "1", "-ng", FLASH === "1" ? "-fa" : "-nfa"];
+      const t0 = performance.now();
+      const p = spawnSync(CLI, args, { cwd: root, encoding: "utf8", timeout: 1_800_000 });
+      wall.push(performance.now() - t0);
+      const stage = (name) => Number(new RegExp(`${name} time =\\s*([\\d.]+) ms`).exec(p.stderr ?? "")?.[1]);
+      const stages = ["mel", "sample", "encode", "decode", "batchd", "prompt"].map(stage);
+      if (p.status !== 0 || stages.some(Number.isNaN) || Number.isNaN(stage("total"))) throw new Error(`whisper-cli failed on ${c.id} (${p.status ?? p.signal}): ${tail(p.stderr)}`);
+      ms.push(stages.reduce((x, y) => x + y, 0));
+      totalLessLoad.push(stage("total") - stage("load"));
+      text = p.stdout.split(/\r?\n/).map((l) => seg.exec(l)?.[1]).filter((t) => t !== undefined).join("");
+      out.systemInfo ??= /system_info: (.*)/.exec(p.stderr)?.[1]?.trim() ?? null;
+    }
+    out.clips.push({ file: c.path, seconds: c.seconds, elapsedMs: ms, totalLessLoadMs: totalLessLoad, processWallMs: wall, text });
+  }
+  return out;
+}
+
 const loadStart = loads();
 log(`load average at the start ${loadStart.join(" ")}; ${ROUNDS} round(s) of ${order.join(", ")}; clips ${clips.map((c) => `${c.id} (${c.seconds.toFixed(1)} s)`).join(", ")}`);
 const processes = Object.fromEntries(order.map((s) => [s, []]));
@@ -169,7 +211,7 @@ for (let round = 1; round <= ROUNDS; round++) {
     if (why[name]) continue;
     log(`round ${round}/${ROUNDS}: ${name}`);
     try {
-      processes[name].push(name === "c" ? runC() : runJson(name, sides[name]));
+      processes[name].push(name === "c" ? runC() : name === "whisper-cli" ? runCli() : runJson(name, sides[name]));
     } catch (e) {
       why[name] = String(e.message ?? e);
       log(`${name} could not run: ${why[name]}`);
@@ -186,7 +228,7 @@ const summary = {};
 for (const name of ran) {
   const ps = processes[name];
   summary[name] = {
-    about: name === "c" ? "whisper.cpp from C (native/whisper/driver.c, the same libwsp-whisper)" : ps[0].peer ?? `wsp-ggml on ${ps[0].runtime} (${ps[0].variant})`,
+    about: name === "c" ? "whisper.cpp from C (native/whisper/driver.c, the same libwsp-whisper)" : name === "whisper-cli" ? "whisper.cpp's CLI (whisper.cpp 1.9.1's examples/cli/cli.cpp, the same libwsp-whisper)" : ps[0].peer ?? `wsp-ggml on ${ps[0].runtime} (${ps[0].variant})`,
     version: ps[0].version ?? null,
     systemInfo: ps[0].systemInfo ?? null,
     loadMs: ps[0].loadMs !== undefined ? median(ps.map((p) => p.loadMs)) : null,
@@ -211,6 +253,10 @@ for (const name of ran) {
 }
 
 const C = summary.c;
+/** The reference side: whisper.cpp's CLI when it ran, else the C driver. */
+const REF = summary["whisper-cli"] ? "whisper-cli" : "c", R = summary[REF];
+const refName = REF === "whisper-cli" ? "CLI" : "C";
+const isBinding = (n) => ["deno", "bun", "node"].includes(n);
 const fmt = (x, d = 2) => (x === undefined || x === null || Number.isNaN(x) ? "—" : x.toFixed(d));
 const date = new Date().toISOString().slice(0, 16).replace("T", " ");
 const lines = [
@@ -225,11 +271,12 @@ const lines = [
   "",
   `RTF = audio seconds / seconds of the transcription (the model load excluded; > 1: faster than real time), median of all runs [range]. ` +
     `Binding: \`Transcript.elapsedMs\` (whisper.cpp's run, the native job alone) and, in *wall*, the whole \`transcribe()\` promise (checks, parameters, 25 ms poll, reading segments and tokens). ` +
-    `C: the driver's \`time_ms\` (\`whisper_full\` alone). Peers: the wall time of their transcribe call. Ratio = RTF / C's RTF (≥ 1: as fast as C or faster; target for the binding ≥ 0.98). ` +
-    `*best / C best*: the fastest run against C's fastest, the least disturbed runs on a shared machine: the steadier comparison when the load moves during the rounds.`,
+    `CLI (the reference): whisper.cpp's own \`whisper-cli\` program, the sum of its \`whisper_print_timings\` stages (mel, sample, encode, decode, batchd, prompt): the strict side, since whisper_full's work between the stages, which the binding's and C's times include, is not in it. ` +
+    `C: the driver's \`time_ms\` (\`whisper_full\` alone), the cross-check with the least around the call. Peers: the wall time of their transcribe call. Ratio = RTF / the ${refName}'s RTF (≥ 1: as fast or faster; target for the binding ≥ 0.98). ` +
+    `*best / ${refName} best*: the fastest run against the ${refName}'s fastest, the least disturbed runs on a shared machine: the steadier comparison when the load moves during the rounds.`,
   "",
-  `| side | ${clips.map((c) => `${c.id} (${c.seconds.toFixed(1)} s) RTF`).join(" | ")} | ${clips.map((c) => `${c.id} ms`).join(" | ")} | ${clips.map((c) => `${c.id} / C`).join(" | ")} | ${clips.map((c) => `${c.id} wall / C`).join(" | ")} | ${clips.map((c) => `${c.id} best / C best`).join(" | ")} |`,
-  `|---|${clips.map(() => "---|").join("").repeat(5)}`,
+  `| side | ${clips.map((c) => `${c.id} (${c.seconds.toFixed(1)} s) RTF`).join(" | ")} | ${clips.map((c) => `${c.id} ms`).join(" | ")} | ${clips.map((c) => `${c.id} / ${refName}`).join(" | ")} | ${clips.map((c) => `${c.id} wall / ${refName}`).join(" | ")} | ${clips.map((c) => `${c.id} best / ${refName} best`).join(" | ")} | ${clips.map((c) => `${c.id} / C driver`).join(" | ")} |`,
+  `|---|${clips.map(() => "---|").join("").repeat(6)}`,
 ];
 for (const name of ran) {
   const s = summary[name];
@@ -237,9 +284,9 @@ for (const name of ran) {
     const k = s.clips[id];
     return `${fmt(k.rtf)} [${fmt(k.seconds / (k.elapsedRange[1] / 1000))}–${fmt(k.seconds / (k.elapsedRange[0] / 1000))}]`;
   };
-  const ratio = (id, key) => (name === "c" || !C ? "—" : `**${fmt(s.clips[id][key] / C.clips[id].rtf)}**`);
-  const label = name === "c" ? "C (driver.c)" : ["deno", "bun", "node"].includes(name) ? `wsp-ggml, ${s.about.replace(/^wsp-ggml on /, "")}` : s.about;
-  lines.push(`| ${label} | ${clips.map((c) => cell(c.id)).join(" | ")} | ${clips.map((c) => `${fmt(s.clips[c.id].elapsedMs, 0)}${["deno", "bun", "node"].includes(name) ? ` (wall ${fmt(s.clips[c.id].wallMs, 0)})` : ""}`).join(" | ")} | ${clips.map((c) => ratio(c.id, "rtf")).join(" | ")} | ${clips.map((c) => (["deno", "bun", "node"].includes(name) ? ratio(c.id, "rtfWall") : "—")).join(" | ")} | ${clips.map((c) => (name === "c" || !C ? "—" : fmt(s.clips[c.id].rtfBest / C.clips[c.id].rtfBest))).join(" | ")} |`);
+  const ratio = (id, key) => (name === REF ? "—" : `**${fmt(s.clips[id][key] / R.clips[id].rtf)}**`);
+  const label = name === "c" ? "C (driver.c)" : name === "whisper-cli" ? "whisper.cpp's CLI (reference)" : isBinding(name) ? `wsp-ggml, ${s.about.replace(/^wsp-ggml on /, "")}` : s.about;
+  lines.push(`| ${label} | ${clips.map((c) => cell(c.id)).join(" | ")} | ${clips.map((c) => `${fmt(s.clips[c.id].elapsedMs, 0)}${isBinding(name) ? ` (wall ${fmt(s.clips[c.id].wallMs, 0)})` : ""}`).join(" | ")} | ${clips.map((c) => ratio(c.id, "rtf")).join(" | ")} | ${clips.map((c) => (isBinding(name) ? ratio(c.id, "rtfWall") : "—")).join(" | ")} | ${clips.map((c) => (name === REF ? "—" : fmt(s.clips[c.id].rtfBest / R.clips[c.id].rtfBest))).join(" | ")} | ${clips.map((c) => (name === "c" || !C ? "—" : fmt(s.clips[c.id].rtf / C.clips[c.id].rtf))).join(" | ")} |`);
 }
 for (const [name, reason] of Object.entries(why)) lines.push(`| ${name} | could not run: ${reason.replaceAll("|", "\\|").replace(/\s+/g, " ").slice(0, 300)} |`);
 
@@ -257,6 +304,7 @@ for (const c of clips) {
 lines.push("", "Builds:", "");
 const infoLine = (name) => summary[name]?.systemInfo ? `\`${summary[name].systemInfo.replace(/\s*\|\s*$/, "")}\`` : "—";
 if (summary.deno || summary.bun || summary.node) lines.push(`- wsp-ggml (libwsp-whisper, CPU variant ${(processes.deno?.[0] ?? processes.bun?.[0] ?? processes.node?.[0]).variant}): ${infoLine(summary.deno ? "deno" : summary.bun ? "bun" : "node")}`);
+if (summary["whisper-cli"]) lines.push("- whisper.cpp's CLI: whisper.cpp 1.9.1's `examples/cli/cli.cpp` (and the example files it compiles with) from the npm package nodejs-whisper 0.3.1 (the third pin, vendor/manifest.json), compiled unchanged by zig against the same `libwsp-whisper` (whisper.rn's whisper.cpp 1.8.0) and `libwsp-ggml`, the CPU variant chosen by ggml's registry: " + infoLine("whisper-cli"));
 if (summary.c) lines.push("- C driver: the same `libwsp-whisper` and `libwsp-ggml` from zig-out/lib, the same CPU variant chosen by ggml's registry (highest score).");
 if (summary.pywhispercpp) lines.push(`- pywhispercpp ${summary.pywhispercpp.version} (its own whisper.cpp and ggml in the wheel, OpenMP; flash attention set through \`context_params={"flash_attn": …}\`): ${infoLine("pywhispercpp")}`);
 if (summary["whisper.node"] || why["whisper.node"]) {

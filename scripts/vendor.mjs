@@ -2,7 +2,8 @@
 // Lays the wsp_ggml sources out under vendor/ggml/ (and whisper.cpp's own three files under
 // vendor/whisper/) from the pinned npm package whisper.rn and checks every file against
 // vendor/manifest.json; then the second pin
-// (scripts/vendor_llama.mjs: what whisper.rn leaves out, from node-llama-cpp's llama.cpp bundle).
+// (scripts/vendor_llama.mjs: what whisper.rn leaves out, from node-llama-cpp's llama.cpp bundle)
+// and the third (scripts/vendor_whisper_cli.mjs: whisper.cpp's CLI program, a benchmark reference).
 //
 //   node scripts/vendor.mjs                  lay out + verify (idempotent)
 //   node scripts/vendor.mjs --check          verify only, never write
@@ -15,9 +16,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { layOutSecondPin, secondPinManifest } from "./vendor_llama.mjs";
+import { cliPinManifest, layOutCliPin } from "./vendor_whisper_cli.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const manifestPath = path.join(root, "vendor", "manifest.json");
+const cliDir = path.join(root, "vendor", "whisper-cli");
 
 /** Which files of whisper.rn's cpp/ folder make up the ggml library. */
 export function isGgmlFile(rel) {
@@ -84,6 +87,7 @@ function main() {
         note: "sha256 of every file laid out under vendor/whisper/ (same package, same command)",
         files: Object.fromEntries(WHISPER_FILES.map((f) => [f, sha256(path.join(cppDir, f))])),
       },
+      cli: cliPinManifest(root, old.cli, fail),
     };
     fs.writeFileSync(manifestPath, JSON.stringify(manifest, null, 2) + "\n");
     console.log(`vendor: manifest written for whisper.rn ${pkg.version}, ${files.length} files, and ${manifest.second.package} ${manifest.second.version}, ${Object.keys(manifest.second.files).length} files`);
@@ -121,6 +125,7 @@ function main() {
   if (args.includes("--check")) {
     console.log(`vendor: whisper.rn ${pkg.version} matches the manifest (${want.length} + ${whisperWant.length} whisper files)`);
     layOutSecondPin({ root, outDir, manifest, check: true, fail });
+    layOutCliPin({ root, dir: cliDir, manifest, check: true, fail });
     return;
   }
   let written = 0;
@@ -144,6 +149,7 @@ function main() {
     console.log(`vendor: ${whisperWant.length} files in vendor/whisper (${n} written)`);
   }
   const second = new Set(layOutSecondPin({ root, outDir, manifest, fail }));
+  if (!opt("--out")) layOutCliPin({ root, dir: cliDir, manifest, fail });
   // Files left over from another version would be compiled by globs: remove them.
   for (const f of walk(outDir)) if (!(f in manifest.files) && !second.has(f)) fs.rmSync(path.join(outDir, f));
 }

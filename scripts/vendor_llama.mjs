@@ -85,26 +85,36 @@ const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
 const sha512b64 = (buf) => "sha512-" + createHash("sha512").update(buf).digest("base64");
 
 /**
+ * The pin's npm tarball in .cache/vendor/, fetched with `npm pack` when it is missing or differs,
+ * and checked against the pin's integrity; returns its path. `fail` reports and exits.
+ */
+export function pinnedTarball(root, pin, fail) {
+  const cache = path.join(root, ".cache", "vendor");
+  const tgz = path.join(cache, `${pin.package}-${pin.version}.tgz`);
+  fs.mkdirSync(cache, { recursive: true });
+  if (!fs.existsSync(tgz) || sha512b64(fs.readFileSync(tgz)) !== pin.integrity) {
+    console.log(`vendor: fetching ${pin.package}@${pin.version} with npm pack (${pin.size} bytes; its tarball only, nothing installed)`);
+    try {
+      const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+      execFileSync(npm, ["pack", `${pin.package}@${pin.version}`, "--pack-destination", cache, "--silent"], { stdio: ["ignore", "ignore", "inherit"], shell: process.platform === "win32" });
+    } catch (e) {
+      fail(`npm pack ${pin.package}@${pin.version} failed (${e.message.split("\n")[0]}): the pin needs the npm registry once`);
+    }
+  }
+  const got = sha512b64(fs.readFileSync(tgz));
+  if (got !== pin.integrity) fail(`${path.basename(tgz)}: integrity ${got} does not match the manifest (${pin.integrity})`);
+  return tgz;
+}
+
+/**
  * Fetches (once) and opens the pinned bundle; returns a function reading a file of the pinned
  * commit and the list of the commit's files. `fail` reports and exits.
  */
 function openBundle(root, pin, fail) {
   const cache = path.join(root, ".cache", "vendor");
-  const tgz = path.join(cache, `${pin.package}-${pin.version}.tgz`);
   const git = path.join(cache, `${pin.package}-${pin.version}.git`);
-  fs.mkdirSync(cache, { recursive: true });
   if (!fs.existsSync(path.join(git, "HEAD"))) {
-    if (!fs.existsSync(tgz) || sha512b64(fs.readFileSync(tgz)) !== pin.integrity) {
-      console.log(`vendor: fetching ${pin.package}@${pin.version} with npm pack (${pin.size} bytes; its tarball only, nothing installed)`);
-      try {
-        const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-        execFileSync(npm, ["pack", `${pin.package}@${pin.version}`, "--pack-destination", cache, "--silent"], { stdio: ["ignore", "ignore", "inherit"], shell: process.platform === "win32" });
-      } catch (e) {
-        fail(`npm pack ${pin.package}@${pin.version} failed (${e.message.split("\n")[0]}): the second pin needs the npm registry once`);
-      }
-    }
-    const got = sha512b64(fs.readFileSync(tgz));
-    if (got !== pin.integrity) fail(`${path.basename(tgz)}: integrity ${got} does not match the manifest (${pin.integrity})`);
+    const tgz = pinnedTarball(root, pin, fail);
     const tmp = fs.mkdtempSync(path.join(cache, "unpack-"));
     try {
       execFileSync("tar", ["-xzf", tgz, "-C", tmp, `package/${pin.bundle.path}`]);

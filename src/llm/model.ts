@@ -49,8 +49,12 @@ import { type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
 import { checkThreads, defaultThreads } from "../runtime/threads.ts";
 import { UseAfterFreeError } from "../core/errors.ts";
 
-/** Attended positions are rounded up to a multiple of this, so that a decode graph serves this many steps. */
-export const KV_PAD = 256;
+/**
+ * Attended positions are rounded up to a multiple of this, so that a decode graph serves this
+ * many steps. llama.cpp pads its cache to 32 without flash attention (256 with it): a larger pad
+ * makes every step attend to more masked positions (256 made pp128 attend to twice its 128).
+ */
+export const KV_PAD = 32;
 /**
  * Room per layer in a forward graph: a layer makes ~40 nodes (~48 with the
  * precise GELU) and ~15 leafs. The scheduler's tables grow with its graph
