@@ -285,7 +285,8 @@ export function shape(p: Params): Sample[] {
 
 // ---- graph construction -----------------------------------------------------------------------
 
-const GRAPH_SIZE = 2048;
+/** Node (and leaf) slots of the graph case's graphs. */
+export const GRAPH_SIZE = 2048;
 
 /**
  * A `layers`-layer MLP graph (`relu(add(mulMat(W, h), b))` per layer, 3
@@ -293,6 +294,24 @@ const GRAPH_SIZE = 2048;
  * weights, the ops, a 2048-node graph, `buildForwardExpand`, free. Through
  * the API, and through the raw symbols.
  */
+/**
+ * The graph case's API side, once: a `layers`-layer MLP (`relu(add(mulMat(W, h), b))`) built from
+ * nothing in a fresh no_alloc context of `memSize` bytes, expanded into a graph, freed; returns
+ * the graph's node count. bench/graph_profile.ts runs it under a profiler.
+ */
+export function apiGraph(memSize: number, layers: number, hidden: number, batch: number): number {
+  const ctx = new Context({ memSize, noAlloc: true });
+  let h: Tensor = ctx.newTensor2d(Type.F32, hidden, batch);
+  for (let l = 0; l < layers; l++) {
+    const w = ctx.newTensor2d(Type.F32, hidden, hidden);
+    const bias = ctx.newTensor1d(Type.F32, hidden);
+    h = ctx.relu(ctx.add(ctx.mulMat(w, h), bias));
+  }
+  const nodes = ctx.newGraphCustom(GRAPH_SIZE).buildForwardExpand(h).nNodes;
+  ctx.free();
+  return nodes;
+}
+
 export function graph(p: Params): Sample[] {
   const layers = int(p, "layers", 334), hidden = int(p, "hidden", 64), batch = int(p, "batch", 32);
   const n = int(p, "n", 20), reps = int(p, "reps", 15), warmNs = int(p, "warm_ms", 500) * 1e6;
@@ -302,18 +321,7 @@ export function graph(p: Params): Sample[] {
     label: "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)",
     once: (n) => {
       const t0 = nowNs();
-      for (let i = 0; i < n; i++) {
-        const ctx = new Context({ memSize, noAlloc: true });
-        let h: Tensor = ctx.newTensor2d(Type.F32, hidden, batch);
-        for (let l = 0; l < layers; l++) {
-          const w = ctx.newTensor2d(Type.F32, hidden, hidden);
-          const bias = ctx.newTensor1d(Type.F32, hidden);
-          h = ctx.relu(ctx.add(ctx.mulMat(w, h), bias));
-        }
-        const gf = ctx.newGraphCustom(GRAPH_SIZE).buildForwardExpand(h);
-        nodes.api = gf.nNodes;
-        ctx.free();
-      }
+      for (let i = 0; i < n; i++) nodes.api = apiGraph(memSize, layers, hidden, batch);
       return nowNs() - t0;
     },
   };
