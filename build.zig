@@ -204,15 +204,8 @@ pub fn build(b: *std.Build) !void {
 
     // zig build whisper-driver: the C reference of the whisper bindings (transcript and timing),
     // linked against the host libraries, which it finds in ../lib by rpath.
-    const wd_mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true });
-    addCommon(b, wd_mod, target.result.os.tag);
-    addWhisperIncludes(b, wd_mod);
-    wd_mod.addCMacro("WHISPER_SHARED", "1");
+    const wd_mod = whisperProgram(b, target, opts.optimize, host.base, host.whisper, false);
     wd_mod.addCSourceFile(.{ .file = b.path("native/whisper/driver.c"), .flags = &common_c_flags });
-    wd_mod.linkLibrary(host.base);
-    wd_mod.linkLibrary(host.whisper);
-    if (target.result.os.tag == .linux) wd_mod.addRPathSpecial("$ORIGIN/../lib");
-    if (target.result.os.tag.isDarwin()) wd_mod.addRPathSpecial("@loader_path/../lib");
     const wd_exe = b.addExecutable(.{ .name = "wsp-whisper-driver", .root_module = wd_mod });
     const wd_step = b.step("whisper-driver", "Build the C whisper driver (native/whisper/driver.c) into zig-out/bin/");
     wd_step.dependOn(&b.addInstallArtifact(wd_exe, .{}).step);
@@ -274,17 +267,10 @@ pub fn build(b: *std.Build) !void {
     // libwsp-ggml (found in ../lib by rpath, as the C driver). Nothing else depends on it.
     const wcli_step = b.step("whisper-cli", "whisper.cpp's CLI (native/whisper/cli.cpp) into zig-out/bin/wsp-whisper-cli");
     if (pathExists(b, "vendor/whisper-cli/cli/cli.cpp")) {
-        const mod = b.createModule(.{ .target = target, .optimize = opts.optimize, .strip = opts.optimize != .Debug, .link_libc = true, .link_libcpp = true });
-        addCommon(b, mod, target.result.os.tag);
-        addWhisperIncludes(b, mod);
+        const mod = whisperProgram(b, target, opts.optimize, host.base, host.whisper, true);
         mod.addIncludePath(b.path("vendor/whisper-cli"));
-        mod.addCMacro("WHISPER_SHARED", "1");
         mod.addCSourceFiles(.{ .root = b.path("vendor/whisper-cli"), .files = &.{ "common.cpp", "common-whisper.cpp", "grammar-parser.cpp" }, .flags = &common_cxx_flags });
         mod.addCSourceFile(.{ .file = b.path("native/whisper/cli.cpp"), .flags = &common_cxx_flags });
-        mod.linkLibrary(host.base);
-        mod.linkLibrary(host.whisper);
-        if (target.result.os.tag == .linux) mod.addRPathSpecial("$ORIGIN/../lib");
-        if (target.result.os.tag.isDarwin()) mod.addRPathSpecial("@loader_path/../lib");
         wcli_step.dependOn(&b.addInstallArtifact(b.addExecutable(.{ .name = "wsp-whisper-cli", .root_module = mod }), .{}).step);
     } else {
         wcli_step.dependOn(&b.addFail("vendor/whisper-cli/ is missing: run `node scripts/vendor.mjs`").step);
@@ -487,6 +473,20 @@ fn addWhisper(b: *std.Build, target: std.Build.ResolvedTarget, base: *std.Build.
     mod.linkLibrary(base);
     addLoaderRPath(mod, os);
     return b.addLibrary(.{ .linkage = .dynamic, .name = "wsp-whisper", .root_module = mod });
+}
+
+/// The module of a program that calls whisper.cpp (the C driver, whisper.cpp's CLI): whisper's
+/// headers, linked against the host base and whisper libraries, found in ../lib by rpath.
+fn whisperProgram(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode, base: *std.Build.Step.Compile, whisper: *std.Build.Step.Compile, cxx: bool) *std.Build.Module {
+    const mod = b.createModule(.{ .target = target, .optimize = optimize, .strip = optimize != .Debug, .link_libc = true, .link_libcpp = cxx });
+    addCommon(b, mod, target.result.os.tag);
+    addWhisperIncludes(b, mod);
+    mod.addCMacro("WHISPER_SHARED", "1");
+    mod.linkLibrary(base);
+    mod.linkLibrary(whisper);
+    if (target.result.os.tag == .linux) mod.addRPathSpecial("$ORIGIN/../lib");
+    if (target.result.os.tag.isDarwin()) mod.addRPathSpecial("@loader_path/../lib");
+    return mod;
 }
 
 fn addWhisperIncludes(b: *std.Build, mod: *std.Build.Module) void {

@@ -288,16 +288,15 @@ export function shape(p: Params): Sample[] {
 /** Node (and leaf) slots of the graph case's graphs. */
 export const GRAPH_SIZE = 2048;
 
-/**
- * A `layers`-layer MLP graph (`relu(add(mulMat(W, h), b))` per layer, 3
- * nodes each) built from scratch per iteration: a no_alloc context, the
- * weights, the ops, a 2048-node graph, `buildForwardExpand`, free. Through
- * the API, and through the raw symbols.
- */
+/** The pool a graph case context needs: the MLP's tensors and a GRAPH_SIZE graph. */
+export function graphMemSize(layers: number): number {
+  return (5 * layers + 8) * tensorOverhead() + graphOverheadCustom(GRAPH_SIZE, false);
+}
+
 /**
  * The graph case's API side, once: a `layers`-layer MLP (`relu(add(mulMat(W, h), b))`) built from
- * nothing in a fresh no_alloc context of `memSize` bytes, expanded into a graph, freed; returns
- * the graph's node count. bench/graph_profile.ts runs it under a profiler.
+ * nothing in a fresh no_alloc context of `memSize` bytes (graphMemSize), expanded into a graph,
+ * freed; returns the graph's node count. bench/graph_profile.ts runs it under a profiler.
  */
 export function apiGraph(memSize: number, layers: number, hidden: number, batch: number): number {
   const ctx = new Context({ memSize, noAlloc: true });
@@ -312,10 +311,16 @@ export function apiGraph(memSize: number, layers: number, hidden: number, batch:
   return nodes;
 }
 
+/**
+ * A `layers`-layer MLP graph (`relu(add(mulMat(W, h), b))` per layer, 3
+ * nodes each) built from scratch per iteration: a no_alloc context, the
+ * weights, the ops, a 2048-node graph, `buildForwardExpand`, free. Through
+ * the API, and through the raw symbols.
+ */
 export function graph(p: Params): Sample[] {
   const layers = int(p, "layers", 334), hidden = int(p, "hidden", 64), batch = int(p, "batch", 32);
   const n = int(p, "n", 20), reps = int(p, "reps", 15), warmNs = int(p, "warm_ms", 500) * 1e6;
-  const memSize = (5 * layers + 8) * tensorOverhead() + graphOverheadCustom(GRAPH_SIZE, false);
+  const memSize = graphMemSize(layers);
   const nodes = { api: 0, raw: 0, c: 0, napi: 0 };
   const api: Turn = {
     label: "API (Context, newTensor, mulMat/add/relu, buildForwardExpand)",

@@ -9,12 +9,11 @@
  * @module
  */
 import process from "node:process";
-import { graphOverheadCustom, tensorOverhead } from "../mod.ts";
-import { apiGraph, GRAPH_SIZE } from "./cases.ts";
+import { apiGraph, graphMemSize } from "./cases.ts";
 
 const seconds = Number(process.argv[2] ?? 4);
 const layers = 334, hidden = 64, batch = 32;
-const memSize = (5 * layers + 8) * tensorOverhead() + graphOverheadCustom(GRAPH_SIZE, false);
+const memSize = graphMemSize(layers);
 let graphs = 0, nodes = 0;
 const t0 = performance.now();
 while (performance.now() - t0 < seconds * 1000) {

@@ -75,10 +75,11 @@ export function placeOf(outDir, f) {
   return f.startsWith("tools/") ? path.join(outDir, "..", "llama-" + f) : path.join(outDir, f);
 }
 
-function ignoreFolder(dir) {
+/** Makes `dir` (if needed) with a .gitignore that ignores everything in it, naming the pin that fills it. */
+export function ignoreFolder(dir, pin = "second pin") {
   fs.mkdirSync(dir, { recursive: true });
   const p = path.join(dir, ".gitignore");
-  if (!fs.existsSync(p)) fs.writeFileSync(p, "# laid out by scripts/vendor.mjs (second pin), never committed\n*\n");
+  if (!fs.existsSync(p)) fs.writeFileSync(p, `# laid out by scripts/vendor.mjs (${pin}), never committed\n*\n`);
 }
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");

@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { pinnedTarball, wspRename } from "./vendor_llama.mjs";
+import { ignoreFolder, pinnedTarball, wspRename } from "./vendor_llama.mjs";
 
 /** The files laid out, by their path under the package's cpp/whisper.cpp/examples/. */
 export const CLI_FILES = [
@@ -62,9 +62,7 @@ export function layOutCliPin({ root, dir, manifest, check = false, fail }) {
   if (stale.length === 0) return void console.log(`vendor: ${what} verified, ${CLI_FILES.length} files in vendor/whisper-cli`);
   if (check) fail(`${stale.length} files of the third pin are missing or differ (first: ${stale[0]}); run \`node scripts/vendor.mjs\``);
   const files = unpacked(root, pin, fail);
-  fs.mkdirSync(dir, { recursive: true });
-  const ignore = path.join(dir, ".gitignore");
-  if (!fs.existsSync(ignore)) fs.writeFileSync(ignore, "# laid out by scripts/vendor.mjs (third pin), never committed\n*\n");
+  ignoreFolder(dir, "third pin");
   for (const f of stale) {
     const h = sha256(files.get(f));
     if (h !== pin.files[f]) fail(`${f} (renamed from the package): sha256 ${h} does not match the manifest (${pin.files[f]})`);
