@@ -1,5 +1,5 @@
 /**
- * The Gemma 3 270M runner (src/llm/) timed as bench/llm_peer.mjs times llama.cpp, so the
+ * The LLM runner (src/llm/, any model of the catalog or a file) timed as bench/llm_peer.mjs times llama.cpp, so the
  * two print comparable figures: pp128 and pp512 (a prompt of 128 / 512 tokens from an empty KV
  * cache, tokens/s), tg128 (128 greedy single-token decodes from BOS, tokens/s), medians of
  * `reps` samples after one warm-up each, the same LCG token ids, the same thread count.
@@ -12,7 +12,7 @@
  * It stops early only on EOS / <end_of_turn> (the JSON says how many tokens and why).
  *
  *   deno run -A bench/llm.ts | bun bench/llm.ts | node --import tsx bench/llm.ts
- *     [--model FILE] [--threads 2] [--reps 5] [--only pp128,pp512,tg128,gen128]
+ *     [--model FILE] [--threads 2] [--reps 5] [--only pp128,pp512,tg128,gen128] [--id-range 200000]
  *
  * Prints one JSON line. bench/llm_run.mjs runs it on every runtime, interleaved with the peer.
  *
@@ -23,23 +23,26 @@ import { parseArgs } from "node:util";
 import { readGguf, systemInfo } from "../mod.ts";
 import { ensureModel } from "../src/llm/fetch.ts";
 import { generate, peakRss } from "../src/llm/generate.ts";
-import { type ForwardStats, GemmaModel } from "../src/llm/model.ts";
+import { type ForwardStats, LlmModel } from "../src/llm/model.ts";
 import { argmax } from "../src/llm/sampler.ts";
 import { Tokenizer } from "../src/llm/tokenizer.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { model: { type: "string" }, threads: { type: "string" }, reps: { type: "string" }, only: { type: "string" } },
+  options: { model: { type: "string" }, threads: { type: "string" }, reps: { type: "string" }, only: { type: "string" }, "id-range": { type: "string" } },
 });
 const threads = Number(values.threads ?? 2), reps = Number(values.reps ?? 5);
 const only = (values.only ?? "pp128,pp512,tg128,gen128").split(",");
+
+/** How many ids above 1000 the prompts draw from (bench/llm_run.mjs gives one that fits the vocabulary). */
+const ID_RANGE = Number(values["id-range"] ?? 200000);
 
 /** Deterministic ordinary token ids (32-bit LCG): bench/llm_peer.mjs's `tokens`. */
 function tokens(n: number, seed: number): number[] {
   let x = seed >>> 0;
   return Array.from({ length: n }, () => {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return 1000 + (x % 200000);
+    return 1000 + (x % ID_RANGE);
   });
 }
 
@@ -51,7 +54,8 @@ const round = (x: number) => Math.round(x * 10) / 10;
 
 const path = values.model ?? await ensureModel();
 const file = readGguf(path);
-using model = GemmaModel.fromGguf(file, { threads, nCtx: 1024 });
+using model = LlmModel.fromGguf(file, { threads, nCtx: 1024 });
+if (1000 + ID_RANGE > model.hparams.nVocab) throw new RangeError(`--id-range ${ID_RANGE}: ids up to ${1000 + ID_RANGE} exceed the vocabulary of ${model.hparams.nVocab}`);
 const bos = Number(file.get("tokenizer.ggml.bos_token_id") ?? 2);
 const fresh = (): ForwardStats => ({ graphsBuilt: 0, buildMs: 0, allocs: 0, allocMs: 0, inputMs: 0, computeMs: 0, outputMs: 0, computes: 0 });
 

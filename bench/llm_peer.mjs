@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // The LLM peer: llama.cpp (node-llama-cpp 3.14.0's prebuilt CPU binary, llama.cpp b6673) on the
-// Gemma 3 270M Q4_K_M GGUF, timed like llama-bench: pp128 and pp512 (a prompt of 128 / 512 tokens
+// GGUF (default Gemma 3 270M Q4_K_M; --model FILE), timed like llama-bench: pp128 and pp512 (a prompt of 128 / 512 tokens
 // evaluated in one batch from an empty context, tokens/s) and tg128 (128 tokens generated one at
 // a time from a one-token context, greedy, tokens/s), 2 threads, CPU only.
 //
-//   node bench/llm_peer.mjs [--model PATH] [--threads 2] [--reps 5] [--only pp128,pp512,tg128]
+//   node bench/llm_peer.mjs [--model PATH] [--threads 2] [--reps 5] [--only pp128,pp512,tg128] [--id-range 200000]
 //
 // Prints one JSON line: {pp128, pp512, tg128, peakRssMiB, ...}: medians of `reps` samples after one
 // warm-up each; peakRssMiB is the process's peak resident set (the model's mapped pages included).
@@ -33,12 +33,15 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+/** How many ids above 1000 the prompts draw from (bench/llm_run.mjs gives one that fits the vocabulary). */
+const ID_RANGE = Number(opt("--id-range", "200000"));
+
 /** Deterministic ordinary token ids (32-bit LCG), away from the special ids at both ends of Gemma's vocabulary. */
 function tokens(n, seed) {
   let x = seed >>> 0;
   return Array.from({ length: n }, () => {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return 1000 + (x % 200000);
+    return 1000 + (x % ID_RANGE);
   });
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The real-model benchmark (`npm run bench:llm`): Gemma 3 270M Q4_K_M through the binding
+// The real-model benchmark (`npm run bench:llm`): a model of the catalog (default Gemma 3 270M
+// Q4_K_M; `--model-id smollm2-135m-instruct`, `qwen2.5-coder-0.5b-instruct`) through the binding
 // (bench/llm.ts on Deno, Bun and Node) against llama.cpp on the same file, the same thread count:
 // pp128, pp512, tg128 (tokens/s), the binding's public generate() path (gen128) and peak resident
 // memory.
@@ -16,13 +17,14 @@
 // processes' medians [range]; each ratio is side / llama-bench (≥ 1: faster).
 //
 //   node bench/llm_run.mjs [--rounds 3] [--reps 5] [--threads 1,2] [--sides llama-bench,node-llama-cpp,deno,bun,node]
-//                          [--cmake] [--no-build] [--no-write]
+//                          [--cmake] [--no-build] [--no-write] [--model-id ID]
 //
 // --cmake adds the side llama-bench-cmake: the same llama-bench built by CMake and the system
 // compiler with GGML_NATIVE=ON, no OpenMP, over llama.cpp's own ggml (bench/llama_cmake.mjs).
 //
-// Writes the "Real model" section of bench/RESULTS.md (between its markers; bench/run.mjs keeps
-// the section when it rewrites the file) and bench/llm_results.json.
+// Writes the model's "Real model" section of bench/RESULTS.md (between its markers; bench/run.mjs
+// keeps the sections when it rewrites the file) and bench/llm_results.json (Gemma) or
+// bench/llm_results_<ID>.json.
 import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -42,8 +44,11 @@ const REF = "llama-bench", CMAKE = "llama-bench-cmake";
 const llamaBench = join(root, "zig-out", "bin", process.platform === "win32" ? "wsp-llama-bench.exe" : "wsp-llama-bench");
 const gnuTime = "/usr/bin/time";
 
-/** The markers of the section this script owns in bench/RESULTS.md. */
-const BEGIN = "<!-- llm:begin (bench/llm_run.mjs) -->", END = "<!-- llm:end -->";
+const MODEL_ID = opt("--model-id", "gemma3-270m");
+const GEMMA = MODEL_ID === "gemma3-270m";
+/** The markers of the section this script owns in bench/RESULTS.md, one per model. */
+const BEGIN = GEMMA ? "<!-- llm:begin (bench/llm_run.mjs) -->" : `<!-- llm:${MODEL_ID}:begin (bench/llm_run.mjs --model-id ${MODEL_ID}) -->`;
+const END = GEMMA ? "<!-- llm:end -->" : `<!-- llm:${MODEL_ID}:end -->`;
 
 const log = (m) => process.stderr.write(`[bench:llm ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${m}\n`);
 
@@ -91,7 +96,7 @@ function runSide(name, model, threads) {
   if (name === REF) return runLlamaBench(llamaBench, model, threads);
   if (name === CMAKE) return runLlamaBench(cmakeBench, model, threads);
   const [cmd, args] = sides[name];
-  const r = spawnSync(cmd, [...args, "--threads", String(threads), "--reps", REPS], { cwd: root, encoding: "utf8", timeout: 900_000 });
+  const r = spawnSync(cmd, [...args, "--model", model, "--id-range", String(ID_RANGE), "--threads", String(threads), "--reps", REPS], { cwd: root, encoding: "utf8", timeout: 900_000 });
   const line = (r.stdout ?? "").trim().split("\n").filter((l) => l.startsWith("{")).pop();
   if (r.status !== 0 || !line) throw new Error(`${name} failed (${r.status ?? r.signal}): ${(r.stderr ?? "").trim().split("\n").slice(-5).join(" / ")}`);
   return JSON.parse(line);
@@ -114,9 +119,14 @@ if (names.includes(CMAKE)) {
 
 // The model is fetched once here, not raced by the first processes.
 log("fetching the model if needed");
-const modelOut = spawnSync(process.execPath, ["--import", "tsx", "-e", "import('./src/llm/fetch.ts').then(async (m) => console.log(await m.ensureModel()))"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+const fetchScript = `import('./src/llm/fetch.ts').then(async (f) => { const p = await f.ensureModel({ model: ${JSON.stringify(MODEL_ID)} });
+  const g = await import('./mod.ts'); const file = g.readGguf(p); console.log(JSON.stringify({ path: p, about: f.modelSpec(${JSON.stringify(MODEL_ID)}).about, nVocab: file.tensor('token_embd.weight').shape[1] })); })`;
+const modelOut = spawnSync(process.execPath, ["--import", "tsx", "-e", fetchScript], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
 if (modelOut.status !== 0) throw new Error("the model fetch failed");
-const model = modelOut.stdout.trim().split("\n").pop();
+const fetched = JSON.parse(modelOut.stdout.trim().split("\n").pop());
+const model = fetched.path;
+// The prompts' ids: 1000 + [0, ID_RANGE), inside the vocabulary (Gemma's 262k: the 200k range of the earlier runs).
+const ID_RANGE = Math.min(200000, fetched.nVocab - 1000);
 
 const load0 = loadavg();
 const roundLoads = [];
@@ -151,7 +161,7 @@ const summary = Object.fromEntries(THREADS.map((t) => [t, Object.fromEntries(nam
 
 const lines = [
   BEGIN,
-  "## Real model: Gemma 3 270M Q4_K_M against llama.cpp's llama-bench",
+  `## Real model: ${fetched.about} against llama.cpp's llama-bench`,
   "",
   `Generated by \`node bench/llm_run.mjs\` (\`npm run bench:llm\`) on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC in ${seconds.toFixed(0)} s. ` +
     `Load average (1, 5, 15 min) ${load0.map((x) => x.toFixed(2)).join(" / ")} at the start, ${load1.map((x) => x.toFixed(2)).join(" / ")} at the end; 1-minute load at each round's start: ${roundLoads.join(", ")}. ` +
@@ -196,7 +206,7 @@ const section = lines.join("\n");
 
 if (!argv.includes("--no-write")) {
   writeResultsSection(root, BEGIN, END, section);
-  writeFileSync(join(root, "bench", "llm_results.json"), JSON.stringify({ seconds, load0, load1, roundLoads, rounds: ROUNDS, reps: Number(REPS), threads: THREADS, summary, processes }, null, 1) + "\n");
+  writeFileSync(join(root, "bench", GEMMA ? "llm_results.json" : `llm_results_${MODEL_ID}.json`), JSON.stringify({ model: MODEL_ID, seconds, load0, load1, roundLoads, rounds: ROUNDS, reps: Number(REPS), threads: THREADS, summary, processes }, null, 1) + "\n");
   log("wrote the Real model section of bench/RESULTS.md and bench/llm_results.json");
 }
 console.log(section);

@@ -449,7 +449,8 @@ const { text, targets } = report(figures, mach, vers, peer, seconds);
 // The sections of the other runners (llm_run.mjs, whisper_run.mjs, rpc.mjs, index_scan.mjs) are theirs: keep them.
 const resultsFile = join(root, "bench", "RESULTS.md");
 const old = existsSync(resultsFile) ? readFileSync(resultsFile, "utf8") : "";
-const kept = ["llm", "whisper", "rpc", "indices"].map((k) => new RegExp(`<!-- ${k}:begin[\\s\\S]*?<!-- ${k}:end -->`).exec(old)?.[0]).filter(Boolean);
+// (llm_run.mjs writes one section per model: `llm:begin` for Gemma, `llm:<id>:begin` for the others.)
+const kept = [...old.matchAll(/<!-- (llm(?::[\w.-]+)?|whisper|rpc|indices):begin[\s\S]*?<!-- \1:end -->/g)].map((m) => m[0]);
 writeFileSync(resultsFile, [text.trimEnd(), ...kept].join("\n\n") + "\n");
 writeFileSync(join(root, "bench", "results.json"), JSON.stringify({ quick, runs: RUNS, seconds, machine: mach, versions: vers, peer, targets, figures: [...figures.values()] }, null, 1) + "\n");
 log(`wrote bench/RESULTS.md and bench/results.json in ${seconds.toFixed(0)} s`);
