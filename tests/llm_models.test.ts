@@ -209,6 +209,9 @@ test("tiny llama, qwen2 and qwen3 files load and compute finite logits (the fixt
       model.reset();
       const all = model.forward([1, 2, 3, 4]);
       assert.ok(next.every((v, i) => Math.abs(v - all[i]) <= 1e-4 * (1 + Math.abs(all[i]))), `${arch}: the decode step's logits differ from the batch's`);
+      // A prompt longer than the context: a RangeError before anything runs, and the cache keeps what it held.
+      assert.throws(() => model.forward(Array.from({ length: 29 }, () => 5)), { name: "RangeError", message: "forward: 4 + 29 positions exceed the cache's 32" });
+      assert.equal(model.nPast, 4);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
