@@ -39,7 +39,7 @@
 //
 // The manifest templates are packages/wsp-ggml/package.json, packages/platform/package.json and
 // packages/vulkan/package.json (READMEs beside them);
-// name, version, description, license and engines come from the root package.json, so the
+// name, version, description, license, engines and dependencies (koffi added) come from the root package.json, so the
 // version is set in one place (src/runtime/version.ts and deno.json are checked against it by
 // tests/package/version.test.ts).
 import { spawnSync } from "node:child_process";
@@ -251,7 +251,8 @@ function mainPackage(rootPkg, license) {
     keywords: ["ggml", "tensor", "ffi", "deno", "bun", "node", "whisper.rn"],
     engines: rootPkg.engines,
     ...template,
-    dependencies: { koffi: rootPkg.devDependencies.koffi },
+    // The root's runtime dependencies (@huggingface/jinja for chat templates), and koffi for Node's FFI.
+    dependencies: { ...rootPkg.dependencies, koffi: rootPkg.devDependencies.koffi },
     optionalDependencies: Object.fromEntries([
       ...TARGETS.map((t) => [`${SCOPE}/${t.target}`, rootPkg.version]),
       ...TARGETS.filter((t) => VULKAN[t.os]).map((t) => [`${SCOPE}/${t.target}${VULKAN_SUFFIX}`, rootPkg.version]),

@@ -1,6 +1,6 @@
 /**
  * The `wsp-ggml` command: a small dispatcher over one module per
- * subcommand (`info`, `gguf-info`, `quantize`, `generate`, `transcribe`,
+ * subcommand (`info`, `gguf-info`, `quantize`, `generate`, `chat`, `transcribe`,
  * `convert-whisper`, `rpc-server`).
  *
  *   wsp-ggml <command> [options]        (the package's bin)
@@ -11,6 +11,7 @@
  * @module
  */
 import process from "node:process";
+import { chatCommand } from "./chat.ts";
 import { type Command, EXIT_CODES_HELP, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from "./common.ts";
 import { convertWhisperCommand } from "./convert_whisper.ts";
 import { generateCommand } from "./generate.ts";
@@ -22,7 +23,7 @@ import { rpcServer } from "./rpc_server.ts";
 import { VERSION } from "../runtime/version.ts";
 
 /** Every subcommand, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [info, ggufInfo, quantizeCommand, generateCommand, transcribeCommand, convertWhisperCommand, rpcServer];
+export const COMMANDS: readonly Command[] = [info, ggufInfo, quantizeCommand, generateCommand, chatCommand, transcribeCommand, convertWhisperCommand, rpcServer];
 
 /** The top-level help. */
 export const HELP = `usage: wsp-ggml <command> [options]

@@ -24,6 +24,8 @@ export interface TokenizerLike {
   decoder(): { push(id: number): string; flush(): string };
   /** Whether `id` is a control token (`<end_of_turn>`, `<eos>`, …). */
   isControl(id: number): boolean;
+  /** Whether `id` ends generation (EOS, end of turn, `<|im_end|>`, …); when present, generation also stops on these. */
+  isEog?(id: number): boolean;
 }
 
 /** Gemma's end-of-turn token (a control token in its vocabulary). */
@@ -39,8 +41,16 @@ export interface GenerateOptions extends SamplerOptions {
   readonly signal?: AbortSignal;
   /** Further token ids that end generation (EOS and `<end_of_turn>` always do). */
   readonly stopIds?: readonly number[];
-  /** Keep the KV cache from earlier calls instead of starting at position 0 (default false). */
+  /** Keep the KV cache from earlier calls instead of starting at position 0 (default false): the prompt continues it. */
   readonly keepCache?: boolean;
+  /**
+   * Prefix reuse: the token ids the model's KV cache holds now (from earlier
+   * calls). The prompt is then the whole sequence; the cache keeps its
+   * longest common prefix with them ({@linkcode commonPrefixLength}, at most
+   * the prompt's length − 1, so that at least one token is evaluated and
+   * gives logits) and only the rest is evaluated. Overrides `keepCache`.
+   */
+  readonly cachedIds?: readonly number[];
   /** Add BOS when the prompt is text (default true). */
   readonly addBos?: boolean;
 }
@@ -59,8 +69,12 @@ export interface Piece {
 
 /** Timings of a generation, filled in as it runs. */
 export interface GenerateStats {
-  /** Tokens in the prompt. */
+  /** Prompt tokens evaluated (the prompt's length, less {@linkcode reusedTokens}). */
   promptTokens: number;
+  /** Prompt tokens whose KV-cache rows were kept from an earlier call (`cachedIds`), not evaluated. */
+  reusedTokens: number;
+  /** Milliseconds from the start to the first sampled token: the prompt's forward passes and one sampling step (time to first token). */
+  firstTokenMs: number;
   /** Milliseconds for the prompt (its forward passes). */
   promptMs: number;
   /** Tokens generated (the stopping token included). */
@@ -77,7 +91,7 @@ export interface GenerateStats {
 
 function newStats(): GenerateStats {
   return {
-    promptTokens: 0, promptMs: 0, generatedTokens: 0, generateMs: 0, stop: "",
+    promptTokens: 0, reusedTokens: 0, firstTokenMs: 0, promptMs: 0, generatedTokens: 0, generateMs: 0, stop: "",
     get promptTps() {
       return this.promptMs > 0 ? (1000 * this.promptTokens) / this.promptMs : 0;
     },
@@ -91,14 +105,26 @@ function newStats(): GenerateStats {
 export interface Generation extends AsyncIterableIterator<Piece> {
   /** Its timings, filled in as it runs. */
   readonly stats: GenerateStats;
-  /** The prompt's token ids. */
+  /** The prompt's token ids (the whole prompt, reused prefix included). */
   readonly promptIds: readonly number[];
+}
+
+/** Length of the longest common prefix of two token sequences. */
+export function commonPrefixLength(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
 }
 
 /**
  * Generates from `prompt` (text, or token ids used as they are). The first
- * logits come from the whole prompt; each generated token is then fed back
- * one at a time. Between tokens it yields to the event loop, so a timer or
+ * logits come from the whole prompt (or, with `cachedIds`, from the part of
+ * it the KV cache does not hold yet); each generated token is then fed back
+ * one at a time. Generation stops on EOS, on `<end_of_turn>`, on
+ * `stopIds` and on what the tokenizer's `isEog` names; the stopping token is
+ * not yielded and not fed back, so the cache then holds the prompt and the
+ * tokens yielded before it. Between tokens it yields to the event loop, so a timer or
  * an I/O callback can abort it.
  */
 export function generate(model: GemmaModel, tokenizer: TokenizerLike, prompt: string | readonly number[], options: GenerateOptions = {}): Generation {
@@ -117,12 +143,17 @@ export function generate(model: GemmaModel, tokenizer: TokenizerLike, prompt: st
     const decoder = tokenizer.decoder();
     try {
       signal?.throwIfAborted();
-      if (!options.keepCache) model.reset();
+      let reuse = 0;
+      if (options.cachedIds) {
+        reuse = Math.min(commonPrefixLength(options.cachedIds, ids), ids.length - 1, model.nPast);
+        model.truncate(reuse);
+      } else if (!options.keepCache) model.reset();
       const t0 = performance.now();
-      let logits = model.forward(ids);
+      let logits = model.forward(reuse > 0 ? ids.slice(reuse) : ids);
       // Every decode step writes its logits here (the sampler reads them before the next step).
       const step = new Float32Array(logits.length);
-      stats.promptTokens = ids.length;
+      stats.promptTokens = ids.length - reuse;
+      stats.reusedTokens = reuse;
       stats.promptMs = performance.now() - t0;
       // Generation time counts sampling and forward passes, not the time the consumer holds a piece.
       for (let n = 0; n < max; n++) {
@@ -130,7 +161,8 @@ export function generate(model: GemmaModel, tokenizer: TokenizerLike, prompt: st
         const id = sample(logits, history, options, rng);
         history.push(id);
         stats.generatedTokens = n + 1;
-        if (stop.has(id)) {
+        if (n === 0) stats.firstTokenMs = performance.now() - t0;
+        if (stop.has(id) || tokenizer.isEog?.(id)) {
           stats.stop = "eos";
           stats.generateMs += performance.now() - t;
           const rest = decoder.flush();

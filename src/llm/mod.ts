@@ -89,4 +89,28 @@ export {
   topK,
   topPCount,
 } from "./sampler.ts";
-export { type DecodeOptions, type EncodeOptions, Tokenizer, TokenType, type TokenizerVocab } from "./tokenizer.ts";
+export { type DecodeOptions, type EncodeOptions, type FimTokens, Tokenizer, type TokenizerOptions, TokenType, type TokenizerVocab } from "./tokenizer.ts";
+export { SUPPORTED_PRES, UnsupportedPreTokenizerError } from "./pretokenize.ts";
+// Chat: templates, and a session that keeps the KV cache across turns.
+export {
+  CHAT_TEMPLATE_KEY,
+  type ChatMessage,
+  ChatTemplate,
+  ChatTemplateError,
+  ChatTemplateMissingError,
+  ChatTemplateRaiseError,
+  ggufSpecialTokens,
+  type RenderOptions,
+  type SpecialTokens,
+} from "./chat_template.ts";
+export {
+  type ChatOptions,
+  chatPrompt,
+  ChatSession,
+  type ChatSessionMessage,
+  type ChatTokenizer,
+  type ChatTurn,
+  type ChatTurnStats,
+  type SendOptions,
+} from "./chat.ts";
+export { commonPrefixLength } from "./generate.ts";
