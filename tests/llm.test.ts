@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { ensureModel, extract, listZip, MODEL_SHA256, ModelFetchError } from "../src/llm/fetch.ts";
-import { gemmaModel } from "./llm_model.ts";
+import { gemmaModel, nmse } from "./llm_model.ts";
 import { END_OF_TURN_ID, generate, type TokenizerLike } from "../src/llm/generate.ts";
 import { isSlidingLayer, readHparams } from "../src/llm/hparams.ts";
 import { GemmaModel, KV_PAD } from "../src/llm/model.ts";
@@ -56,17 +56,6 @@ function referenceLogits(tokens: number[], nVocab: number, from = 0): Float32Arr
   const bytes = readFileSync(out);
   assert.equal(bytes.length, (tokens.length - from) * nVocab * 4, "reference output size");
   return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4).slice();
-}
-
-/** Σ(a−b)²/Σb² over one row. */
-function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0, den = 0;
-  for (let i = 0; i < b.length; i++) {
-    const d = a[i] - b[i];
-    num += d * d;
-    den += b[i] * b[i];
-  }
-  return num / den;
 }
 
 const row = (m: Float32Array, i: number, n: number) => m.subarray(i * n, (i + 1) * n);

@@ -32,3 +32,14 @@ export function llmModel(id: ModelId): Promise<ModelFile> {
 export function gemmaModel(): Promise<ModelFile> {
   return llmModel("gemma3-270m");
 }
+
+/** Normalized MSE of one row of logits against a reference: Σ(a−b)²/Σb². */
+export function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let num = 0, den = 0;
+  for (let i = 0; i < b.length; i++) {
+    const d = a[i] - b[i];
+    num += d * d;
+    den += b[i] * b[i];
+  }
+  return num / den;
+}

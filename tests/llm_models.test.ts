@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { allocCtxTensors, argmax, Backend, Context, GgufType, GgufWriter, LlmModel, ModelError, readHparams, ROPE_TYPE_NEOX, ROPE_TYPE_NORMAL, type Tensor, tensorOverhead, tensorSet, Type } from "../src/llm/mod.ts";
 import { readGguf } from "../mod.ts";
-import { llmModel } from "./llm_model.ts";
+import { llmModel, nmse } from "./llm_model.ts";
 import { root } from "./run.ts";
 
 const THREADS = 1; // the test machines are small and shared: one thread is the steadiest
@@ -33,17 +33,6 @@ const CASES = [
   { id: "smollm2-135m-instruct", arch: "llama" },
   { id: "qwen2.5-coder-0.5b-instruct", arch: "qwen2" },
 ] as const;
-
-/** Σ(a−b)²/Σb² over one row. */
-function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0, den = 0;
-  for (let i = 0; i < b.length; i++) {
-    const d = a[i] - b[i];
-    num += d * d;
-    den += b[i] * b[i];
-  }
-  return num / den;
-}
 
 /** The reference logits (n × nVocab, float32) of `tokens`, from the numpy script; cached under .cache/ by script, model and tokens. */
 function referenceLogits(modelPath: string, sha256: string, tokens: number[], nVocab: number): Float32Array {
