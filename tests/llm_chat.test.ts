@@ -95,6 +95,26 @@ test("errors: no template (a typed error that says to pass one), one that does n
     e instanceof ChatTemplateRaiseError && e instanceof ChatTemplateError && e.templateMessage === "Conversation roles must alternate user/assistant/user/assistant/..." && /raise_exception: Conversation roles/.test(e.message));
 });
 
+const gemma = await llmModel("gemma3-270m");
+
+test("chatPrompt: where the model adds BOS, one BOS whether the template writes bos_token or not (llama.cpp's chat)", { skip: gemma.skip || false }, () => {
+  const file = readGguf(gemma.path);
+  const tok = Tokenizer.fromGguf(file); // SentencePiece, add_bos_token true
+  assert.equal(tok.addBos, true);
+  const turns = "{% for m in messages %}<start_of_turn>{{ m.role }}\n{{ m.content }}<end_of_turn>\n{% endfor %}";
+  const msgs = [{ role: "user", content: "Hi there" }];
+  const withBos = chatPrompt(tok, ChatTemplate.fromGguf(file, `{{ bos_token }}${turns}`), msgs);
+  const without = chatPrompt(tok, ChatTemplate.fromGguf(file, turns), msgs);
+  assert.equal(withBos.text, without.text, "the BOS text is dropped, BOS is added as a token");
+  assert.deepEqual(withBos.ids, without.ids);
+  assert.equal(withBos.ids[0], tok.bos);
+  assert.equal(withBos.ids.filter((i) => i === tok.bos).length, 1, "one BOS");
+  assert.deepEqual(withBos.ids, tok.encode(without.text, { parseSpecial: true }));
+  // A BOS written later in the text (not at its start) stays there as text the tokenizer parses.
+  const twice = chatPrompt(tok, ChatTemplate.fromGguf(file, `{{ bos_token }}${turns}{{ bos_token }}`), msgs);
+  assert.equal(twice.ids.filter((i) => i === tok.bos).length, 2);
+});
+
 test("what templates read besides messages: tools and documents None, add_generation_prompt, strftime_now, range, extra variables", () => {
   const t = new ChatTemplate("{% if tools is none %}T{% endif %}{% if documents is none %}D{% endif %}{% if not add_generation_prompt %}G{% endif %} {{ range(3) | join(',') }} {{ range(5, 1, -2) | join(',') }} {{ custom }}");
   assert.equal(t.render([], { variables: { custom: "yes" } }), "TDG 0,1,2 5,3 yes");

@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { allocCtxTensors, argmax, Backend, Context, GgufType, GgufWriter, LlmModel, ModelError, readHparams, ROPE_TYPE_NEOX, ROPE_TYPE_NORMAL, type Tensor, tensorOverhead, tensorSet, Type } from "../src/llm/mod.ts";
+import { allocCtxTensors, argmax, Backend, type ChatMessage, chatPrompt, ChatTemplate, Context, GgufType, GgufWriter, LlmModel, ModelError, readHparams, ROPE_TYPE_NEOX, ROPE_TYPE_NORMAL, type Tensor, tensorOverhead, tensorSet, Tokenizer, Type } from "../src/llm/mod.ts";
 import { readGguf } from "../mod.ts";
 import { llmModel, nmse } from "./llm_model.ts";
 import { root } from "./run.ts";
@@ -27,7 +27,9 @@ const python = spawnSync("python3", ["-c", "import numpy, gguf"], { encoding: "u
 const refMissing = !existsSync(REF_SCRIPT) ? `${REF_SCRIPT} is not there` : !python ? "python3 with numpy and gguf is not available" : "";
 
 interface Generation { name: string; prompt: number[]; tokens: number[]; steps: [number, number, number, number][] }
-interface Fixture { model: { file: string; sha256: string }; generations: Generation[] }
+interface Chat { name: string; messages: ChatMessage[]; addGenerationPrompt: boolean; text: string; ids: number[] }
+const CHAT_CASES: { name: string; text: string; tools?: unknown[] }[] = JSON.parse(readFileSync(join(root, "tests", "fixtures", "llm", "chat_templates.json"), "utf8")).cases;
+interface Fixture { model: { file: string; sha256: string }; tokenizer: { addBos: boolean }; chats: Chat[]; generations: Generation[] }
 
 const CASES = [
   { id: "smollm2-135m-instruct", arch: "llama" },
@@ -98,6 +100,22 @@ for (const { id, arch } of CASES) {
     }
     console.log(`${id}: ${steps - misses.length - ties.length}/${steps} steps equal, ${ties.length} near ties${ties.length ? `:\n  ${ties.join("\n  ")}` : ""}`);
     assert.deepEqual(misses, [], "steps where we pick another token than llama.cpp without a near tie");
+  });
+
+  test(`${id}: chat prompts rendered by the file's template and tokenized as llama.cpp's chat does are llama.cpp's token ids`, { skip }, () => {
+    const file = readGguf(m.path);
+    const tokenizer = Tokenizer.fromGguf(file), template = ChatTemplate.fromGguf(file);
+    // The fixture tokenized jinja2's text with special tokens added: the same as the chat's path for these
+    // files, which add no BOS (chatPrompt drops a leading BOS text only where the model adds BOS itself).
+    assert.equal(tokenizer.addBos, fixture.tokenizer.addBos);
+    assert.ok(fixture.chats.length >= 3, "three conversations or more");
+    for (const c of fixture.chats) {
+      // The tool definitions are in chat_templates.json (the conversations' source), not in llama.cpp's fixture.
+      const tools = CHAT_CASES.find((k) => k.name === c.name && k.text === c.text)?.tools;
+      const p = chatPrompt(tokenizer, template, c.messages, { addGenerationPrompt: c.addGenerationPrompt, tools });
+      assert.equal(p.text, c.text, `${c.name}: the rendered text`);
+      assert.deepEqual(p.ids, c.ids, `${c.name}: the token ids`);
+    }
   });
 
   test(`${id}: f32 weights: every position's logits match the float64 numpy reference (nMSE ≤ 1e-6)`, { skip: skip || refMissing || false }, () => {

@@ -19,15 +19,19 @@
  *
  * @module
  */
-import { ChatTemplate, type ChatMessage } from "./chat_template.ts";
+import { ChatTemplate, type ChatMessage, type RenderOptions } from "./chat_template.ts";
 import { generate, type GenerateStats, type Piece, type TokenizerLike } from "./generate.ts";
 import type { LlmModel } from "./model.ts";
 import type { SamplerOptions } from "./sampler.ts";
 
 /** What a chat needs of a tokenizer (the `Tokenizer` class provides it). */
 export interface ChatTokenizer extends TokenizerLike {
+  /** Whether the model's prompts start with BOS (`tokenizer.ggml.add_bos_token`). */
+  readonly addBos: boolean;
+  /** Whether they end with EOS (`tokenizer.ggml.add_eos_token`). */
+  readonly addEos: boolean;
   /** Token ids of `text`; `parseSpecial` turns the text of control tokens into those tokens. */
-  encode(text: string, opts?: { addBos?: boolean; parseSpecial?: boolean }): number[];
+  encode(text: string, opts?: { addBos?: boolean; addEos?: boolean; parseSpecial?: boolean }): number[];
 }
 
 /** A message of a {@linkcode ChatSession}'s conversation. */
@@ -78,16 +82,27 @@ export interface ChatTurn extends AsyncIterableIterator<Piece> {
 }
 
 /**
- * Token ids of a conversation rendered with `template` for the model to reply
- * (`add_generation_prompt`): special tokens parsed, no BOS added (the template
- * writes `bos_token` where the model wants it, as transformers'
- * `apply_chat_template` does).
+ * Text and token ids of a conversation rendered with `template` (by default
+ * for the model to reply: `add_generation_prompt`), as llama.cpp b6673's chat
+ * (`common_chat_templates_apply`, then `llama_tokenize` with special tokens
+ * added and parsed) makes them: where the model adds BOS itself and the
+ * rendered text starts with the BOS text, that text is dropped and BOS added
+ * once (likewise EOS at the end), so a template that writes `bos_token` and
+ * one that does not both give one BOS.
  *
  * @throws {ChatTemplateError} when the template fails
  */
-export function chatPrompt(tokenizer: ChatTokenizer, template: ChatTemplate, messages: readonly ChatMessage[]): { text: string; ids: number[] } {
-  const text = template.render(messages, { addGenerationPrompt: true });
-  return { text, ids: tokenizer.encode(text, { addBos: false, parseSpecial: true }) };
+export function chatPrompt(
+  tokenizer: ChatTokenizer,
+  template: ChatTemplate,
+  messages: readonly ChatMessage[],
+  options: RenderOptions = {},
+): { text: string; ids: number[] } {
+  let text = template.render(messages, { addGenerationPrompt: true, ...options });
+  const { bosToken, eosToken } = template.specialTokens;
+  if (tokenizer.addBos && bosToken && text.startsWith(bosToken)) text = text.slice(bosToken.length);
+  if (tokenizer.addEos && eosToken && text.endsWith(eosToken)) text = text.slice(0, -eosToken.length);
+  return { text, ids: tokenizer.encode(text, { parseSpecial: true }) };
 }
 
 /**

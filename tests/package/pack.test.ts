@@ -605,19 +605,19 @@ try { ctx.newTensor1d(Type.F32, -1); } catch (e) { console.log(e.name); console.
 
     test("require(\"wsp-ggml\") and its subpaths from CommonJS (Node's require(esm): no top-level await)", () => {
       writeFileSync(join(cjs, "first.cjs"), `const { Context, Type } = require("wsp-ggml");
-const { GemmaModel } = require("wsp-ggml/llm");
+const { LlmModel, GemmaModel } = require("wsp-ggml/llm");
 const { WhisperModel } = require("wsp-ggml/whisper");
 const ctx = new Context({ memSize: 1 << 20 });
 const a = ctx.newTensor2d(Type.F32, 3, 2).set(new Float32Array([1, 2, 3, 4, 5, 6]));
 const b = ctx.newTensor2d(Type.F32, 3, 2).set(new Float32Array([1, 0, 1, 0, 1, 0]));
 const c = ctx.mulMat(a, b);
 ctx.newGraph().buildForwardExpand(c).compute();
-console.log(JSON.stringify({ c: Array.from(c.get(Float32Array)), llm: typeof GemmaModel.load, whisper: typeof WhisperModel.load }));
+console.log(JSON.stringify({ c: Array.from(c.get(Float32Array)), llm: typeof LlmModel.load, alias: GemmaModel === LlmModel, whisper: typeof WhisperModel.load }));
 ctx.free();
 `);
       const r = timed("node first.cjs", () => run(process.execPath, ["first.cjs"], {}, cjs));
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
-      assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", whisper: "function" });
+      assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", alias: true, whisper: "function" });
     });
 
     test(`Node ${NODE22.version}: require("wsp-ggml") and \`node first.mts\` (its own type stripping) in the same project`, (t) => {
@@ -627,7 +627,7 @@ ctx.free();
       assert.equal(v.stdout.trim(), `v${NODE22.version}`, v.stderr);
       const r = timed(`node ${NODE22.version} first.cjs`, () => run(node22, ["first.cjs"], {}, cjs));
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
-      assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", whisper: "function" });
+      assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()!), { c: C, llm: "function", alias: true, whisper: "function" });
       // Node 22 strips the types of a .ts file, but takes it as CommonJS in a CommonJS project: the README says .mts.
       copyFileSync(join(cjs, "first.ts"), join(cjs, "first.mts"));
       const ts = timed(`node ${NODE22.version} first.mts`, () => run(node22, ["first.mts"], {}, cjs));
@@ -639,7 +639,7 @@ ctx.free();
       const readme = readFileSync(join(project, "node_modules", "wsp-ggml", "README.md"), "utf8");
       assert.match(readme, /`deno doc node_modules\/wsp-ggml\/dist\/src\/mod\.d\.ts`/, "the README's command");
       const d = "node_modules/wsp-ggml/dist/src";
-      for (const [spec, want] of [[`${d}/mod.d.ts`, /class Context/], [`${d}/llm/mod.d.ts`, /class GemmaModel/], [`${d}/whisper/mod.d.ts`, /class WhisperModel/]] as const) {
+      for (const [spec, want] of [[`${d}/mod.d.ts`, /class Context/], [`${d}/llm/mod.d.ts`, /class LlmModel/], [`${d}/whisper/mod.d.ts`, /class WhisperModel/]] as const) {
         const r = timed(`deno doc ${spec}`, () => run(bin("deno"), ["doc", spec], {}, cjs));
         assert.equal(r.status, 0, `deno doc ${spec}:\n${r.stdout.slice(0, 2000)}\n${r.stderr}`);
         assert.match(r.stdout, want, spec);
