@@ -8,13 +8,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { ensureModel, extract, listZip, MODEL_SHA256, ModelFetchError } from "../src/llm/fetch.ts";
-import { gemmaModel, nmse } from "./llm_model.ts";
+import { gemmaModel, nmse, referenceLogits as reference } from "./llm_model.ts";
 import { END_OF_TURN_ID, generate, type TokenizerLike } from "../src/llm/generate.ts";
 import { isSlidingLayer, readHparams } from "../src/llm/hparams.ts";
 import { GemmaModel, KV_PAD } from "../src/llm/model.ts";
@@ -40,23 +39,9 @@ interface Generation { name: string; prompt: number[]; tokens: number[]; steps: 
 const fixture = JSON.parse(readFileSync(join(root, "tests", "fixtures", "llm", "llama_cpp.json"), "utf8")) as { generations: Generation[] };
 const PROMPTS = fixture.generations.map((g) => g.prompt);
 
-/** The reference logits ((n − from) × nVocab, float32) of `tokens` from position `from`, from the numpy script; cached under .cache/ by script, model and tokens. */
-function referenceLogits(tokens: number[], nVocab: number, from = 0): Float32Array {
-  const script = readFileSync(REF_SCRIPT);
-  const key = createHash("sha256").update(script).update(MODEL_SHA256).update(tokens.join(",")).update(`from ${from}`).digest("hex").slice(0, 24);
-  const dir = join(root, ".cache", "llm-ref");
-  const out = join(dir, `${key}.f32`);
-  if (!existsSync(out)) {
-    mkdirSync(dir, { recursive: true });
-    const r = spawnSync("python3", [REF_SCRIPT, "--model", modelPath, "--tokens", tokens.join(","), "--out", `${out}.tmp`, "--from", String(from)], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    assert.equal(r.status, 0, `gemma3_ref.py failed:\n${r.stderr}`);
-    writeFileSync(out, readFileSync(`${out}.tmp`));
-    rmSync(`${out}.tmp`);
-  }
-  const bytes = readFileSync(out);
-  assert.equal(bytes.length, (tokens.length - from) * nVocab * 4, "reference output size");
-  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4).slice();
-}
+/** The reference logits ((n − from) × nVocab, float32) of `tokens` from position `from`, from the numpy script (cached under .cache/llm-ref/). */
+const referenceLogits = (tokens: number[], nVocab: number, from = 0): Float32Array =>
+  reference({ script: REF_SCRIPT, model: modelPath, modelSha256: MODEL_SHA256, tokens, nVocab, from, cacheDir: join(root, ".cache", "llm-ref") });
 
 const row = (m: Float32Array, i: number, n: number) => m.subarray(i * n, (i + 1) * n);
 

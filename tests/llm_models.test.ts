@@ -9,13 +9,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { allocCtxTensors, argmax, Backend, type ChatMessage, chatPrompt, ChatTemplate, Context, GgufType, GgufWriter, LlmModel, ModelError, readHparams, ROPE_TYPE_NEOX, ROPE_TYPE_NORMAL, type Tensor, tensorOverhead, tensorSet, Tokenizer, Type } from "../src/llm/mod.ts";
 import { readGguf } from "../mod.ts";
-import { llmModel, nmse } from "./llm_model.ts";
+import { llmModel, nmse, referenceLogits as reference } from "./llm_model.ts";
 import { root } from "./run.ts";
 
 const THREADS = 1; // the test machines are small and shared: one thread is the steadiest
@@ -27,8 +26,7 @@ const python = spawnSync("python3", ["-c", "import numpy, gguf"], { encoding: "u
 const refMissing = !existsSync(REF_SCRIPT) ? `${REF_SCRIPT} is not there` : !python ? "python3 with numpy and gguf is not available" : "";
 
 interface Generation { name: string; prompt: number[]; tokens: number[]; steps: [number, number, number, number][] }
-interface Chat { name: string; messages: ChatMessage[]; addGenerationPrompt: boolean; text: string; ids: number[] }
-const CHAT_CASES: { name: string; text: string; tools?: unknown[] }[] = JSON.parse(readFileSync(join(root, "tests", "fixtures", "llm", "chat_templates.json"), "utf8")).cases;
+interface Chat { name: string; messages: ChatMessage[]; addGenerationPrompt: boolean; tools?: unknown[]; text: string; ids: number[] }
 interface Fixture { model: { file: string; sha256: string }; tokenizer: { addBos: boolean }; chats: Chat[]; generations: Generation[] }
 
 const CASES = [
@@ -36,22 +34,9 @@ const CASES = [
   { id: "qwen2.5-coder-0.5b-instruct", arch: "qwen2" },
 ] as const;
 
-/** The reference logits (n × nVocab, float32) of `tokens`, from the numpy script; cached under .cache/ by script, model and tokens. */
-function referenceLogits(modelPath: string, sha256: string, tokens: number[], nVocab: number): Float32Array {
-  const key = createHash("sha256").update(readFileSync(REF_SCRIPT)).update(sha256).update(tokens.join(",")).digest("hex").slice(0, 24);
-  const dir = join(root, ".cache", "llm-ref");
-  const out = join(dir, `${key}.f32`);
-  if (!existsSync(out)) {
-    mkdirSync(dir, { recursive: true });
-    const r = spawnSync("python3", [REF_SCRIPT, "--model", modelPath, "--tokens", tokens.join(","), "--out", `${out}.tmp`], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    assert.equal(r.status, 0, `transformer_ref.py failed:\n${r.stderr}`);
-    writeFileSync(out, readFileSync(`${out}.tmp`));
-    rmSync(`${out}.tmp`);
-  }
-  const bytes = readFileSync(out);
-  assert.equal(bytes.length, tokens.length * nVocab * 4, "reference output size");
-  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4).slice();
-}
+/** The reference logits (n × nVocab, float32) of `tokens`, from the numpy script (cached under .cache/llm-ref/). */
+const referenceLogits = (modelPath: string, sha256: string, tokens: number[], nVocab: number): Float32Array =>
+  reference({ script: REF_SCRIPT, model: modelPath, modelSha256: sha256, tokens, nVocab, cacheDir: join(root, ".cache", "llm-ref") });
 
 for (const { id, arch } of CASES) {
   const fixture: Fixture = JSON.parse(readFileSync(join(root, "tests", "fixtures", "llm", `llama_cpp_${id}.json`), "utf8"));
@@ -110,9 +95,7 @@ for (const { id, arch } of CASES) {
     assert.equal(tokenizer.addBos, fixture.tokenizer.addBos);
     assert.ok(fixture.chats.length >= 3, "three conversations or more");
     for (const c of fixture.chats) {
-      // The tool definitions are in chat_templates.json (the conversations' source), not in llama.cpp's fixture.
-      const tools = CHAT_CASES.find((k) => k.name === c.name && k.text === c.text)?.tools;
-      const p = chatPrompt(tokenizer, template, c.messages, { addGenerationPrompt: c.addGenerationPrompt, tools });
+      const p = chatPrompt(tokenizer, template, c.messages, { addGenerationPrompt: c.addGenerationPrompt, tools: c.tools });
       assert.equal(p.text, c.text, `${c.name}: the rendered text`);
       assert.deepEqual(p.ids, c.ids, `${c.name}: the token ids`);
     }

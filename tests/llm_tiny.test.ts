@@ -26,7 +26,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join } from "node:path";
 import process from "node:process";
 import { allocCtxTensors, argmax, Backend, Context, dequantize, GgufType, GgufWriter, LlmModel, quantize, readGguf, requiresImatrix, type Tensor, tensorOverhead, tensorSet, Type, typeName } from "../src/llm/mod.ts";
-import { nmse } from "./llm_model.ts";
+import { nmse, referenceLogits } from "./llm_model.ts";
 import { root } from "./run.ts";
 
 const THREADS = 1; // the test machines are small and shared: one thread is the steadiest
@@ -37,7 +37,6 @@ const MARGIN = 1e-3;
 const FIXTURES = join(root, "tests", "fixtures", "llm");
 const MAKE_SCRIPT = join(FIXTURES, "make_tiny_llm.py");
 const REF_SCRIPT = join(FIXTURES, "transformer_ref.py");
-const REF_COMMON = join(FIXTURES, "ref_common.py");
 const CACHE = join(root, ".cache", "tiny-llm");
 const python = spawnSync("python3", ["-c", "import numpy, gguf"], { encoding: "utf8" }).status === 0;
 const skip = python ? false : "python3 with numpy and gguf is not available";
@@ -83,21 +82,9 @@ function tinyFiles(): Map<string, string> {
   }
 }
 
-/** The reference logits (n × nVocab) of `tokens` for the file `path`, cached in .cache/tiny-llm/ref/ by scripts, file and tokens. */
-function reference(path: string, tokens: number[], nVocab: number): Float32Array {
-  const key = createHash("sha256").update(readFileSync(REF_SCRIPT)).update(readFileSync(REF_COMMON)).update(readFileSync(path)).update(tokens.join(",")).digest("hex").slice(0, 24);
-  const dir = join(CACHE, "ref");
-  const out = join(dir, `${key}.f32`);
-  if (!existsSync(out)) {
-    mkdirSync(dir, { recursive: true });
-    const r = spawnSync("python3", [REF_SCRIPT, "--model", path, "--tokens", tokens.join(","), "--out", `${out}.${process.pid}`], { encoding: "utf8" });
-    assert.equal(r.status, 0, `transformer_ref.py failed on ${path}:\n${r.stderr}`);
-    renameSync(`${out}.${process.pid}`, out);
-  }
-  const bytes = readFileSync(out);
-  assert.equal(bytes.length, tokens.length * nVocab * 4, "reference output size");
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-}
+/** The reference logits (n × nVocab) of `tokens` for the file `path`, cached in .cache/tiny-llm/ref/. */
+const reference = (path: string, tokens: number[], nVocab: number): Float32Array =>
+  referenceLogits({ script: REF_SCRIPT, model: path, modelSha256: sha256(readFileSync(path)), tokens, nVocab, cacheDir: join(CACHE, "ref") });
 
 /** Two prompts inside a vocabulary of `nVocab`: a run of the byte tokens' printable range, and 40 ids spread over the whole vocabulary (special tokens too). */
 function prompts(nVocab: number): { name: string; tokens: number[] }[] {
