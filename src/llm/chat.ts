@@ -98,7 +98,7 @@ export function chatPrompt(
   messages: readonly ChatMessage[],
   options: RenderOptions = {},
 ): { text: string; ids: number[] } {
-  let text = template.render(messages, { addGenerationPrompt: true, ...options });
+  let text = template.render(messages, { ...options, addGenerationPrompt: options.addGenerationPrompt ?? true });
   const { bosToken, eosToken } = template.specialTokens;
   if (tokenizer.addBos && bosToken && text.startsWith(bosToken)) text = text.slice(bosToken.length);
   if (tokenizer.addEos && eosToken && text.endsWith(eosToken)) text = text.slice(0, -eosToken.length);
