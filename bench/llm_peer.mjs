@@ -13,8 +13,8 @@
 // when it is missing, and loads only the prebuilt binary (build "never", no download, gpu off).
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { install, pkgDir, VERSION } from "../tests/fixtures/llm/node_llama_cpp.mjs";
+import { fileURLToPath } from "node:url";
+import { loadLlamaCpp, VERSION } from "../tests/fixtures/llm/node_llama_cpp.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
@@ -47,11 +47,7 @@ function tokens(n, seed) {
 
 async function main() {
   if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath}`);
-  install();
-  const { getLlama, LlamaLogLevel } = await import(pathToFileURL(join(pkgDir, "dist", "index.js")).href);
-  const llama = await getLlama({ gpu: false, build: "never", skipDownload: true, usePrebuiltBinaries: true, progressLogs: false, logLevel: LlamaLogLevel.error, maxThreads: threads });
-  if (llama.buildType !== "prebuilt" || llama.gpu !== false) throw new Error(`expected the prebuilt CPU binary, got ${llama.buildType} gpu=${llama.gpu}`);
-  const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+  const { llama, model } = await loadLlamaCpp(modelPath, { threads });
   const context = await model.createContext({ contextSize: 1024, batchSize: 512, threads, sequences: 1 });
   const sequence = context.getSequence();
 
